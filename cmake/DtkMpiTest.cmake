@@ -1,0 +1,15 @@
+# dtk_add_mpi_test(NAME <name> RANKS <n> COMMAND <program> [args...])
+#
+# Registers a CTest test that runs <program> under mpirun with <n> ranks. The flags make it
+# work as root and with more ranks than cores, and turn a hang into a failure (exit 110).
+include_guard(GLOBAL)
+
+set(DTK_MPIRUN_TIMEOUT 120 CACHE STRING "Seconds before mpirun kills a hung test")
+set(DTK_MPIRUN_FLAGS --oversubscribe --allow-run-as-root --timeout ${DTK_MPIRUN_TIMEOUT})
+
+function(dtk_add_mpi_test)
+  cmake_parse_arguments(ARG "" "NAME;RANKS" "COMMAND" ${ARGN})
+  add_test(NAME ${ARG_NAME}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${DTK_MPIRUN_FLAGS} -n ${ARG_RANKS} ${ARG_COMMAND})
+  set_tests_properties(${ARG_NAME} PROPERTIES PROCESSORS ${ARG_RANKS})
+endfunction()

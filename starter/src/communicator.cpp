@@ -1,0 +1,107 @@
+#include "dtk/communicator.hpp"
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace dtk {
+
+struct Communicator::Shared {
+  MPI_Comm comm;
+  bool owned;  // made by Split: we free it
+  std::uint64_t bytes_sent = 0;
+
+  Shared(MPI_Comm comm, bool owned) : comm(comm), owned(owned) {}
+  Shared(const Shared&) = delete;  // exactly one owner of the MPI handle
+  Shared& operator=(const Shared&) = delete;
+  ~Shared() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owned && !finalized) MPI_Comm_free(&comm);
+  }
+};
+
+namespace {
+
+void require(bool ok, const std::string& call, const std::string& what) {
+  if (!ok) throw std::invalid_argument("Communicator::" + call + ": " + what);
+}
+
+std::string count_text(std::size_t n) { return std::to_string(n) + " elements"; }
+
+int as_mpi_count(std::size_t count, const std::string& call) {
+  require(count <= static_cast<std::size_t>(INT_MAX), call,
+          "buffer of " + count_text(count) + " is too large for one MPI call");
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm)
+    : shared_(std::make_shared<Shared>(comm, /*owned=*/false)) {}
+
+Communicator::Communicator(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+
+int Communicator::Get_rank() const {
+  int rank = 0;
+  MPI_Comm_rank(shared_->comm, &rank);
+  return rank;
+}
+
+int Communicator::Get_size() const {
+  int size = 0;
+  MPI_Comm_size(shared_->comm, &size);
+  return size;
+}
+
+void Communicator::Barrier() const { MPI_Barrier(shared_->comm); }
+
+MPI_Comm Communicator::handle() const { return shared_->comm; }
+
+std::uint64_t Communicator::total_bytes_transferred() const { return shared_->bytes_sent; }
+
+Communicator Communicator::Split(int color, int key) const {
+  MPI_Comm part = MPI_COMM_NULL;
+  MPI_Comm_split(shared_->comm, color, key, &part);
+  return Communicator(std::make_shared<Shared>(part, /*owned=*/true));
+}
+
+void Communicator::allreduce(const detail::Buffer& src, void* dst, std::size_t dst_count,
+                             MPI_Op op) {
+  require(dst_count == src.count, "Allreduce",
+          "dst.size() must equal src.size(), but src has " + count_text(src.count) +
+              " and dst has " + count_text(dst_count));
+  const int count = as_mpi_count(src.count, "Allreduce");
+  const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
+  MPI_Allreduce(send, dst, count, src.type, op, shared_->comm);
+  const std::uint64_t p = Get_size();
+  shared_->bytes_sent += 2 * (p - 1) * (src.count * src.element_bytes) / p;
+}
+
+void Communicator::allgather(const detail::Buffer& src, void* dst, std::size_t dst_count) {
+  const std::size_t p = Get_size();
+  require(dst_count == p * src.count, "Allgather",
+          "dst.size() must be Get_size() * src.size() = " + std::to_string(p) + " * " +
+              std::to_string(src.count) + " = " + count_text(p * src.count) + ", but dst has " +
+              count_text(dst_count));
+  require(src.data != dst || p == 1, "Allgather", "src and dst must be different containers");
+  const int count = as_mpi_count(src.count, "Allgather");
+  if (src.data != dst) MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
+  shared_->bytes_sent += (p - 1) * src.count * src.element_bytes;
+}
+
+void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::size_t dst_count,
+                                  MPI_Op op) {
+  const std::size_t p = Get_size();
+  require(src.count == p * dst_count, "Reduce_scatter",
+          "src.size() must be Get_size() * dst.size() = " + std::to_string(p) + " * " +
+              std::to_string(dst_count) + " = " + count_text(p * dst_count) + ", but src has " +
+              count_text(src.count));
+  require(src.data != dst || p == 1, "Reduce_scatter", "src and dst must be different containers");
+  const int count = as_mpi_count(dst_count, "Reduce_scatter");
+  const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
+  MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);
+  shared_->bytes_sent += (p - 1) * dst_count * src.element_bytes;
+}
+
+}  // namespace dtk

@@ -1,0 +1,82 @@
+// The test harness shared by every dtk test: Catch2 v2 made safe for MPI.
+//
+// Every rank runs every test case. Inside a case, put all the work in on_every_rank(): the body
+// calls the functions under test (and so communicates) on every rank, records what it finds in
+// a Checks object instead of asserting, and only then are the findings of all ranks combined.
+// A failure on any rank fails the case on every rank and is reported once, by rank 0, naming the
+// ranks and showing expected and actual values. An exception (a NotImplemented stub, say) is
+// recorded the same way, so a failing rank never leaves the others waiting in a collective.
+//
+//   TEST_CASE("naive_collect_forward_input: ...", "[part3]") {
+//     dtk::testing::on_every_rank(4, [](dtk::testing::Checks& check) {
+//       auto full = dtk::naive_collect_forward_input<double>(x, mp_comm, 4);
+//       check.close("collected input", expected, full);
+//     });
+//   }
+#pragma once
+
+#include <dtk/dtk.hpp>
+
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <xtensor/xio.hpp>
+#include <xtensor/xmath.hpp>
+
+namespace dtk::testing {
+
+// What one rank found wrong during one test case.
+class Checks {
+ public:
+  explicit Checks(int rank) : rank_(rank) {}
+
+  int rank() const { return rank_; }
+  const std::vector<std::string>& failures() const { return failures_; }
+
+  // Records `message` as a failure unless `ok`.
+  void that(bool ok, const std::string& message) {
+    if (!ok) failures_.push_back(message);
+  }
+
+  // Exact equality of two integers (dimensions, indices, sizes).
+  void equal(const std::string& what, long long expected, long long actual) {
+    that(expected == actual, what + ": expected " + std::to_string(expected) + ", got " +
+                                 std::to_string(actual));
+  }
+
+  // Same shape and |actual - expected| <= atol + rtol * |expected| element-wise.
+  template <class E, class A>
+  void close(const std::string& what, const E& expected, const A& actual, double rtol = 1e-6,
+             double atol = 1e-9) {
+    const bool same_shape = std::equal(expected.shape().begin(), expected.shape().end(),
+                                       actual.shape().begin(), actual.shape().end());
+    if (same_shape && xt::allclose(actual, expected, rtol, atol)) return;
+    std::ostringstream text;
+    text << what << (same_shape ? ": values differ" : ": shapes differ") << "\n  expected "
+         << shape_text(expected) << ":\n" << expected << "\n  actual " << shape_text(actual)
+         << ":\n" << actual;
+    failures_.push_back(text.str());
+  }
+
+ private:
+  template <class C>
+  static std::string shape_text(const C& c) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < c.shape().size(); ++i) {
+      text += (i ? ", " : "") + std::to_string(c.shape()[i]);
+    }
+    return text + ")";
+  }
+
+  int rank_;
+  std::vector<std::string> failures_;
+};
+
+// Runs `body` on every rank (the world must have exactly `ranks` ranks), then fails the current
+// test case on every rank if any rank recorded a failure or threw. Collective.
+void on_every_rank(int ranks, const std::function<void(Checks&)>& body);
+
+}  // namespace dtk::testing

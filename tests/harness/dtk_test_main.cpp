@@ -1,0 +1,179 @@
+// The one main() of every dtk test program: MPI around a Catch2 session, output from rank 0
+// only, a cross-rank verdict per test case, and a watchdog that turns a hang into a message.
+#define CATCH_CONFIG_RUNNER
+#include "dtk_test.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace dtk::testing {
+namespace {
+
+// The harness talks over its own copy of MPI_COMM_WORLD, so its messages can never be matched
+// with a collective of the code under test.
+MPI_Comm harness_comm = MPI_COMM_NULL;
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// "rank 3", "ranks 0-7", "ranks 1, 3, 5".
+std::string rank_list(const std::vector<int>& ranks) {
+  if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
+  const bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
+  if (contiguous) return "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string text = "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+// On rank 0: one report of every rank's failures, identical ones merged.
+std::string merge_reports(const std::vector<std::string>& per_rank) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;  // in order of first rank
+  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
+    if (per_rank[r].empty()) continue;
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == per_rank[r]; });
+    if (same == groups.end()) {
+      groups.push_back({per_rank[r], {r}});
+    } else {
+      same->second.push_back(r);
+    }
+  }
+  std::string report;
+  for (const auto& [text, ranks] : groups) report += "[" + rank_list(ranks) + "] " + text + "\n";
+  return report;
+}
+
+std::string broadcast_from_root(std::string text) {
+  unsigned long length = text.size();
+  MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG, 0, harness_comm);
+  text.resize(length);
+  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, harness_comm);
+  return text;
+}
+
+std::string program_name = "<this test>";
+
+// Ends the process if a test case runs longer than DTK_TEST_TIMEOUT seconds (default 60): the
+// usual cause is a rank waiting in a collective that the other ranks never entered.
+class Watchdog {
+ public:
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void arm(const std::string& test_case) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    test_case_ = test_case;
+    deadline_ = std::chrono::steady_clock::now() + limit();
+    armed_ = true;
+    if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+    wake_.notify_all();
+  }
+
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+  }
+
+ private:
+  static std::chrono::seconds limit() {
+    const char* text = std::getenv("DTK_TEST_TIMEOUT");
+    const int seconds = text ? std::atoi(text) : 0;
+    return std::chrono::seconds(seconds > 0 ? seconds : 60);
+  }
+
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      if (!armed_) {
+        wake_.wait(lock);
+      } else if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ &&
+                 std::chrono::steady_clock::now() >= deadline_) {
+        std::cerr << "\n[rank " << world_rank() << "] test case \"" << test_case_
+                  << "\" is still running after " << limit().count()
+                  << " s: probably a rank is waiting in a collective the other ranks never "
+                     "entered (or a loop never ends). Stopping "
+                  << program_name << ".\n"
+                  << std::flush;
+        std::_Exit(3);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  std::string test_case_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool armed_ = false;
+  bool stopping_ = false;
+};
+
+Watchdog watchdog;
+
+struct WatchdogListener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override { watchdog.arm(info.name); }
+  void testCaseEnded(const Catch::TestCaseStats&) override { watchdog.disarm(); }
+};
+CATCH_REGISTER_LISTENER(WatchdogListener)
+
+}  // namespace
+
+void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
+  int size = 0;
+  MPI_Comm_size(harness_comm, &size);
+  if (size != ranks) {
+    FAIL("this test needs exactly " << ranks << " MPI ranks but runs on " << size
+                                    << ": run it as  mpirun -n " << ranks << " " << program_name);
+  }
+
+  Checks checks(world_rank());
+  try {
+    body(checks);
+  } catch (const std::exception& error) {
+    checks.that(false, error.what());
+  } catch (...) {
+    checks.that(false, "threw an exception that is not a std::exception");
+  }
+
+  std::string mine;
+  for (const std::string& failure : checks.failures()) mine += failure + "\n";
+  const std::string report = broadcast_from_root(merge_reports(gather_text(Communicator(harness_comm), mine)));
+  if (!report.empty()) FAIL(report);
+  SUCCEED("every rank passed");
+}
+
+}  // namespace dtk::testing
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dtk::testing::harness_comm);
+  if (argc > 0) dtk::testing::program_name = argv[0];
+
+  Catch::Session session;
+  int status = session.applyCommandLine(argc, argv);
+  if (status == 0) {
+    // Every rank runs the same cases to the same verdicts; rank 0 alone speaks for them.
+    if (dtk::testing::world_rank() != 0) session.configData().outputFilename = "/dev/null";
+    status = session.run();
+  }
+
+  MPI_Comm_free(&dtk::testing::harness_comm);
+  MPI_Finalize();
+  return status;
+}
