@@ -1,0 +1,2 @@
+// Placeholder: replaced by its issue.
+int main() { return 1; }

@@ -1,0 +1,1 @@
+# Self-tests: cost_analysis (filled in by its issue).

@@ -1,0 +1,1 @@
+# Self-tests: release (filled in by its issue).

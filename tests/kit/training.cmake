@@ -1,0 +1,1 @@
+# Self-tests: training (filled in by its issue).
