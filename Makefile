@@ -4,8 +4,12 @@
 #   make              build everything (build/)
 #   make test         build, then run every test of the kit (ctest)
 #   make handin.tar   pack the three student files of starter/ into handin.tar
+#   make release      write the student bundle dist/dtk-student.tar.gz (scripts/make-release.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
+
+# Packages only the kit's own tests need, on top of scripts/ensure-deps.sh's list.
+KIT_PACKAGES := libxml2-utils
 
 STUDENT_FILES := model/func_impl.cpp data/data_parallel_preprocess.cpp \
                  model_training_cost_analysis.cpp
@@ -17,7 +21,7 @@ all: deps
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 deps:
-	@scripts/ensure-deps.sh
+	@scripts/ensure-deps.sh $(KIT_PACKAGES)
 
 test: all
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
@@ -28,3 +32,9 @@ handin.tar: $(addprefix starter/,$(STUDENT_FILES))
 
 clean:
 	rm -rf $(BUILD_DIR) handin.tar
+
+# The student bundle: dist/dtk-student.tar.gz (starter, public tests, handout, figs; no
+# solutions, no hidden tests). Always repacked, from the tree as it is now.
+.PHONY: release
+release:
+	scripts/make-release.sh dist
