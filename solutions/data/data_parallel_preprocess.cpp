@@ -1,4 +1,4 @@
-// Part 1: split the training set across data-parallel groups.
+// Part 1: split the training set across the replicas of the model (data parallelism).
 // Declared, with the exact contract, in include/dtk/data_parallel_preprocess.hpp.
 #include <dtk/dtk.hpp>
 

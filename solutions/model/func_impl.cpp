@@ -19,8 +19,7 @@ auto column_slice(std::size_t r, std::size_t width) {
 // Allgather of column slices: every rank holds a (batch, width) slice; everyone gets the
 // (batch, parts * width) matrix with rank r's slice in column block r.
 template <class T>
-xt::xtensor<T, 2> allgather_columns(const xt::xtensor<T, 2>& slice, Communicator& comm,
-                                    int parts) {
+xt::xtensor<T, 2> allgather_columns(const xt::xtensor<T, 2>& slice, Communicator& comm, int parts) {
   const std::size_t batch = slice.shape(0), width = slice.shape(1);
   xt::xtensor<T, 3> blocks({static_cast<std::size_t>(parts), batch, width});
   comm.Allgather(slice, blocks);  // blocks(r) is rank r's slice
@@ -124,23 +123,23 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests and the trainer link against exactly these.
 // -------------------------------------------------------------------------------------------
-#define DTK_INSTANTIATE_FUNC_IMPL(T)                                                              \
-  template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,             \
-                                                            Communicator&, int);                  \
-  template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,            \
-                                                             Communicator&, int);                 \
-  template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,          \
-                                                               Communicator&, int);               \
-  template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,         \
-                                                                Communicator&, int);              \
+#define DTK_INSTANTIATE_FUNC_IMPL(T)                                                               \
+  template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,              \
+                                                            Communicator&, int);                   \
+  template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,             \
+                                                             Communicator&, int);                  \
+  template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,           \
+                                                               Communicator&, int);                \
+  template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,          \
+                                                                Communicator&, int);               \
   template xt::xtensor<T, 2> naive_collect_backward_output<T>(const xt::xtensor<T, 2>&, int, int); \
-  template xt::xtensor<T, 2> naive_collect_backward_x<T>(const xt::xtensor<T, 2>&, Communicator&, \
-                                                         int);                                    \
-  template xt::xtensor<T, 2> megatron_collect_backward_output<T>(const xt::xtensor<T, 2>&, int,   \
-                                                                 int);                            \
-  template xt::xtensor<T, 2> megatron_collect_backward_x<T>(const xt::xtensor<T, 2>&,             \
-                                                            Communicator&, int);                  \
-  template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                \
+  template xt::xtensor<T, 2> naive_collect_backward_x<T>(const xt::xtensor<T, 2>&, Communicator&,  \
+                                                         int);                                     \
+  template xt::xtensor<T, 2> megatron_collect_backward_output<T>(const xt::xtensor<T, 2>&, int,    \
+                                                                 int);                             \
+  template xt::xtensor<T, 2> megatron_collect_backward_x<T>(const xt::xtensor<T, 2>&,              \
+                                                            Communicator&, int);                   \
+  template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                 \
       const xt::xtensor<T, 2>&, const xt::xtensor<T, 2>&, Communicator&);
 
 DTK_INSTANTIATE_FUNC_IMPL(float)

@@ -1,4 +1,4 @@
-// Part 1: split the training set across data-parallel groups.
+// Part 1: split the training set across the replicas of the model (data parallelism).
 // Declared, with the exact contract, in include/dtk/data_parallel_preprocess.hpp.
 #include <dtk/dtk.hpp>
 
@@ -12,7 +12,8 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> split_train(
     int dp_size, int rank) {
   // TODO (Part 1): return this rank's block of rows of x_train and y_train.
   //  1. Find this rank's data-parallel index from rank and mp_size (mp-major layout).
-  //  2. Every group gets m = n / dp_size rows; group d gets rows [d * m, (d + 1) * m).
+  //  2. Every replica gets m = n / dp_size rows; the ranks with dp_idx = d get rows
+  //     [d * m, (d + 1) * m).
   //  3. Copy those rows out, e.g. xt::view(x_train, xt::range(begin, end), xt::all()), into
   //     the xt::xtensor results (assigning a view to an xt::xtensor makes a copy).
   throw NotImplemented("split_train", "data/data_parallel_preprocess.cpp");

@@ -101,23 +101,23 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests and the trainer link against exactly these.
 // -------------------------------------------------------------------------------------------
-#define DTK_INSTANTIATE_FUNC_IMPL(T)                                                              \
-  template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,             \
-                                                            Communicator&, int);                  \
-  template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,            \
-                                                             Communicator&, int);                 \
-  template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,          \
-                                                               Communicator&, int);               \
-  template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,         \
-                                                                Communicator&, int);              \
+#define DTK_INSTANTIATE_FUNC_IMPL(T)                                                               \
+  template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,              \
+                                                            Communicator&, int);                   \
+  template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,             \
+                                                             Communicator&, int);                  \
+  template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,           \
+                                                               Communicator&, int);                \
+  template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,          \
+                                                                Communicator&, int);               \
   template xt::xtensor<T, 2> naive_collect_backward_output<T>(const xt::xtensor<T, 2>&, int, int); \
-  template xt::xtensor<T, 2> naive_collect_backward_x<T>(const xt::xtensor<T, 2>&, Communicator&, \
-                                                         int);                                    \
-  template xt::xtensor<T, 2> megatron_collect_backward_output<T>(const xt::xtensor<T, 2>&, int,   \
-                                                                 int);                            \
-  template xt::xtensor<T, 2> megatron_collect_backward_x<T>(const xt::xtensor<T, 2>&,             \
-                                                            Communicator&, int);                  \
-  template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                \
+  template xt::xtensor<T, 2> naive_collect_backward_x<T>(const xt::xtensor<T, 2>&, Communicator&,  \
+                                                         int);                                     \
+  template xt::xtensor<T, 2> megatron_collect_backward_output<T>(const xt::xtensor<T, 2>&, int,    \
+                                                                 int);                             \
+  template xt::xtensor<T, 2> megatron_collect_backward_x<T>(const xt::xtensor<T, 2>&,              \
+                                                            Communicator&, int);                   \
+  template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                 \
       const xt::xtensor<T, 2>&, const xt::xtensor<T, 2>&, Communicator&);
 
 DTK_INSTANTIATE_FUNC_IMPL(float)

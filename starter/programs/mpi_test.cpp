@@ -76,8 +76,8 @@ void split(dtk::Communicator& world) {
   dtk::Communicator group = world.Split(/*color=*/r % 2, /*key=*/r);
   Values mine = {static_cast<double>(r)};
   Values sum = xt::zeros<double>({1});
-  print_all(world, "Split(color = rank % 2, key = rank), then Allreduce in each group. Before:",
-            mine);
+  print_all(world,
+            "Split(color = rank % 2, key = rank), then Allreduce in each group. Before:", mine);
   group.Allreduce(mine, sum, MPI_SUM);
   const std::string where = "color " + std::to_string(r % 2) + ", rank " +
                             std::to_string(group.Get_rank()) + " of " +

@@ -86,7 +86,8 @@ void Communicator::allgather(const detail::Buffer& src, void* dst, std::size_t d
               count_text(dst_count));
   require(src.data != dst || p == 1, "Allgather", "src and dst must be different containers");
   const int count = as_mpi_count(src.count, "Allgather");
-  if (src.data != dst) MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
+  if (src.data != dst)
+    MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
   shared_->bytes_sent += (p - 1) * src.count * src.element_bytes;
 }
 

@@ -19,13 +19,15 @@ std::vector<std::string> gather_text(const Communicator& comm, const std::string
               0, comm.handle());
 
   std::vector<std::string> texts;
-  for (std::size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+  for (std::size_t r = 0; r < lengths.size(); ++r)
+    texts.push_back(all.substr(offsets[r], lengths[r]));
   return texts;
 }
 
 void print_in_rank_order(const Communicator& comm, const std::string& text) {
   const std::vector<std::string> texts = gather_text(comm, text);
-  for (std::size_t r = 0; r < texts.size(); ++r) std::cout << "rank " << r << ": " << texts[r] << "\n";
+  for (std::size_t r = 0; r < texts.size(); ++r)
+    std::cout << "rank " << r << ": " << texts[r] << "\n";
   std::cout << std::flush;
 }
 

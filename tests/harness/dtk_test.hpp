@@ -43,8 +43,8 @@ class Checks {
 
   // Exact equality of two integers (dimensions, indices, sizes).
   void equal(const std::string& what, long long expected, long long actual) {
-    that(expected == actual, what + ": expected " + std::to_string(expected) + ", got " +
-                                 std::to_string(actual));
+    that(expected == actual,
+         what + ": expected " + std::to_string(expected) + ", got " + std::to_string(actual));
   }
 
   // Same shape and |actual - expected| <= atol + rtol * |expected| element-wise.
@@ -56,8 +56,9 @@ class Checks {
     if (same_shape && xt::allclose(actual, expected, rtol, atol)) return;
     std::ostringstream text;
     text << what << (same_shape ? ": values differ" : ": shapes differ") << "\n  expected "
-         << shape_text(expected) << ":\n" << expected << "\n  actual " << shape_text(actual)
-         << ":\n" << actual;
+         << shape_text(expected) << ":\n"
+         << expected << "\n  actual " << shape_text(actual) << ":\n"
+         << actual;
     failures_.push_back(text.str());
   }
 

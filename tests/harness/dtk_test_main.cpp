@@ -28,7 +28,8 @@ int world_rank() {
 std::string rank_list(const std::vector<int>& ranks) {
   if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
   const bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
-  if (contiguous) return "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  if (contiguous)
+    return "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
   std::string text = "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
   return text;
@@ -153,7 +154,8 @@ void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
 
   std::string mine;
   for (const std::string& failure : checks.failures()) mine += failure + "\n";
-  const std::string report = broadcast_from_root(merge_reports(gather_text(Communicator(harness_comm), mine)));
+  const std::string report =
+      broadcast_from_root(merge_reports(gather_text(Communicator(harness_comm), mine)));
   if (!report.empty()) FAIL(report);
   SUCCEED("every rank passed");
 }

@@ -1,1 +1,30 @@
-# Self-tests: release (filled in by its issue).
+# Self-tests of the student release (files in release/): starter/ and solutions/ stay one source,
+# the figures parse, and the bundle `make release` writes works end to end and leaks nothing.
+
+# The source checker: single-source comparison, and the bundle's no-reference-code scan.
+add_executable(dtk_source_check ${CMAKE_CURRENT_LIST_DIR}/release/dtk_source_check.cpp)
+target_compile_features(dtk_source_check PRIVATE cxx_std_17)
+target_compile_options(dtk_source_check PRIVATE -Wall -Wextra)
+
+# starter/ and solutions/ agree on includes, signatures and the provided block of each file...
+add_test(NAME kit_single_source
+         COMMAND dtk_source_check single-source ${PROJECT_SOURCE_DIR}/starter
+                 ${PROJECT_SOURCE_DIR}/solutions ${DTK_STUDENT_FILES})
+# ...and the checker does catch a drift, and a leak (tried on temporary copies).
+add_test(NAME kit_source_check_self_test
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/source_check_self_test.sh
+                 $<TARGET_FILE:dtk_source_check> ${PROJECT_SOURCE_DIR} ${DTK_STUDENT_FILES})
+
+# Every figure parses; every figure handout.md shows exists.
+add_test(NAME kit_figures COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/check_figures.sh
+                                  ${PROJECT_SOURCE_DIR})
+
+# The bundle, end to end: pack, unpack, build, stubs fail, reference passes, handin grades full.
+# It builds a whole student tree (about a minute with -j2, hence PROCESSORS 2) and grades once.
+# dtk-grade is defined in grader/, added after tests/: TARGET_EXISTS is evaluated at generate
+# time, so this sees it; without it the test fails at its last step with a clear message.
+add_test(NAME kit_release_bundle
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
+                 $<TARGET_FILE:dtk_source_check>
+                 --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>>)
+set_tests_properties(kit_release_bundle PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)

@@ -41,8 +41,10 @@ void check_layer(const Layer& layer) {
     check.equal("rank in dp_comm (must be dp_idx)", dp_idx, info.dp_comm.Get_rank());
 
     xt::xtensor<T, 1> mp_expected = xt::zeros<T>({10}), dp_expected = xt::zeros<T>({10});
-    for (int i = 0; i < kMpSize; ++i) mp_expected += 10 * (dp_idx * kMpSize + i) + xt::arange<T>(10);
-    for (int d = 0; d < kDpSize; ++d) dp_expected += 10 * (d * kMpSize + mp_idx) + xt::arange<T>(10);
+    for (int i = 0; i < kMpSize; ++i)
+      mp_expected += 10 * (dp_idx * kMpSize + i) + xt::arange<T>(10);
+    for (int d = 0; d < kDpSize; ++d)
+      dp_expected += 10 * (d * kMpSize + mp_idx) + xt::arange<T>(10);
     check.close("sum over mp_comm", mp_expected, mp_sum);
     check.close("sum over dp_comm", dp_expected, dp_sum);
   });

@@ -19,8 +19,8 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> numbered_rows(int row
   return {x, y};
 }
 
-// Checks every rank of an (mp_size, dp_size) grid: group d = rank / mp_size gets rows
-// [d * m, (d + 1) * m) with m = rows / dp_size.
+// Checks every rank of an (mp_size, dp_size) grid: the ranks with dp_idx d = rank / mp_size get
+// rows [d * m, (d + 1) * m) with m = rows / dp_size.
 template <class T>
 void check_grid(dtk::testing::Checks& check, int rows, int cols, int mp_size, int dp_size) {
   const auto [x, y] = numbered_rows<T>(rows, cols);
@@ -28,9 +28,9 @@ void check_grid(dtk::testing::Checks& check, int rows, int cols, int mp_size, in
   for (int rank = 0; rank < mp_size * dp_size; ++rank) {
     const auto [x_part, y_part] = dtk::split_train<T>(x, y, mp_size, dp_size, rank);
     const int begin = (rank / mp_size) * m;
-    const std::string where = "rows=" + std::to_string(rows) + ", mp_size=" +
-                              std::to_string(mp_size) + ", dp_size=" + std::to_string(dp_size) +
-                              ", rank=" + std::to_string(rank);
+    const std::string where =
+        "rows=" + std::to_string(rows) + ", mp_size=" + std::to_string(mp_size) +
+        ", dp_size=" + std::to_string(dp_size) + ", rank=" + std::to_string(rank);
     xt::xtensor<T, 2> x_expected = xt::view(x, xt::range(begin, begin + m), xt::all());
     xt::xtensor<std::int32_t, 1> y_expected = xt::view(y, xt::range(begin, begin + m));
     check.close("x block (" + where + ")", x_expected, x_part);
@@ -45,15 +45,15 @@ TEMPLATE_TEST_CASE("Part 1 | split_train: mp_size=2, dp_size=4 on 16 rows", "[pa
   dtk::testing::on_every_rank(1, [](auto& check) { check_grid<TestType>(check, 16, 3, 2, 4); });
 }
 
-TEMPLATE_TEST_CASE("Part 1 | split_train: one group keeps every row", "[part1]", float, double) {
+TEMPLATE_TEST_CASE("Part 1 | split_train: one replica keeps every row", "[part1]", float, double) {
   dtk::testing::on_every_rank(1, [](auto& check) {
     check_grid<TestType>(check, 5, 2, 1, 1);
-    check_grid<TestType>(check, 6, 4, 4, 1);  // four model-parallel ranks, one data group
+    check_grid<TestType>(check, 6, 4, 4, 1);  // four model-parallel ranks, one replica
   });
 }
 
-TEMPLATE_TEST_CASE("Part 1 | split_train: model-parallel ranks of a group share its block",
-                   "[part1]", float, double) {
+TEMPLATE_TEST_CASE("Part 1 | split_train: the ranks of one replica share its block", "[part1]",
+                   float, double) {
   dtk::testing::on_every_rank(1, [](auto& check) { check_grid<TestType>(check, 12, 5, 4, 2); });
 }
 

@@ -18,15 +18,15 @@ namespace dtk {
 //                                  mp_idx  0 1 | 0 1 | 0 1 | 0 1
 //                                  dp_idx  0 0 | 1 1 | 2 2 | 3 3
 //
-// Data parallelism gives each data-parallel group (the ranks sharing a dp_idx) its own
-// contiguous block of the training set; the ranks of one group (its model-parallel ranks) all
-// see the same block.
+// The ranks sharing a dp_idx form one model-parallel group: together they hold one replica of
+// the model. Data parallelism gives each replica its own contiguous block of the training set;
+// all the ranks of one replica see the same block.
 //
 // split_train returns this rank's block of (x_train, y_train):
 //   x_train: (n, features), y_train: (n,), one label per row of x_train.
-//   Every group gets m = n / dp_size rows (integer division): group d gets rows
-//   [d * m, (d + 1) * m). When dp_size does not divide n, the last n % dp_size rows are left out,
-//   so that every group takes the same number of training steps.
+//   Every replica gets m = n / dp_size rows (integer division): the ranks with dp_idx = d get
+//   rows [d * m, (d + 1) * m). When dp_size does not divide n, the last n % dp_size rows are
+//   left out, so that every replica takes the same number of training steps.
 //   Returns (x block of shape (m, features), y block of shape (m,)), as new tensors.
 template <class T>
 std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> split_train(

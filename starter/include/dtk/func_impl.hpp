@@ -32,12 +32,12 @@ namespace dtk {
 
 // Everything one rank needs to know about its place in the (mp, dp) grid for one FC layer.
 struct ParallelInfo {
-  int mp_idx;              // rank % mp_size: this rank's index inside its model-parallel group
-  int dp_idx;              // rank / mp_size: this rank's index inside its data-parallel group
-  Communicator mp_comm;    // the mp_size ranks with this dp_idx, ordered by mp_idx
-  Communicator dp_comm;    // the dp_size ranks with this mp_idx, ordered by dp_idx
-  int part_in_dim;         // rows of this rank's slice of W
-  int part_out_dim;        // columns of this rank's slice of W
+  int mp_idx;            // rank % mp_size: this rank's index inside its model-parallel group
+  int dp_idx;            // rank / mp_size: this rank's index inside its data-parallel group
+  Communicator mp_comm;  // the mp_size ranks with this dp_idx, ordered by mp_idx
+  Communicator dp_comm;  // the dp_size ranks with this mp_idx, ordered by dp_idx
+  int part_in_dim;       // rows of this rank's slice of W
+  int part_out_dim;      // columns of this rank's slice of W
 };
 
 // comm: the global communicator (all mp_size * dp_size ranks); rank: this rank in it.

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Kit self-test of the student bundle, end to end, as a student and then the grader meet it:
+#   1. `scripts/make-release.sh` packs it; it unpacks into an empty directory as dtk-student/;
+#   2. it holds what students need and no solution code or hidden test;
+#   3. its `make` builds it;
+#   4. its `make test` fails, every public test with NotImplemented (the stubs);
+#   5. with the reference files copied in, `make test` passes;
+#   6. its `make handin.tar` packs the three student files, and dtk-grade gives full marks.
+#
+# usage: test_bundle.sh <kit source dir> <dtk_source_check> --grader=<dtk-grade, or empty>
+# Set DTK_KEEP_BUNDLE_TEST=1 to keep the scratch directory for a look.
+set -euo pipefail
+root=$1 check=$2 grader=${3#--grader=}
+student_files=(model/func_impl.cpp data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp)
+
+# The bundle's make must not join the jobserver of a make that may have started this test.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dtk-bundle-test.XXXXXX")
+if [ "${DTK_KEEP_BUNDLE_TEST:-0}" = 1 ]; then
+  echo "(keeping $work)"
+else
+  trap 'rm -rf "$work"' EXIT
+  trap 'exit 143' TERM INT  # so that a CTest timeout still cleans up
+fi
+start=$SECONDS
+
+step() { echo "[$((SECONDS - start))s] $*"; }
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+# Runs a command with its output in $work/<log>; on failure shows the end of it.
+logged() {
+  local log=$1
+  shift
+  "$@" > "$work/$log" 2>&1
+}
+show() { sed 's/^/    | /' "$work/$1" | tail -n "${2:-40}"; }
+
+step "packing the bundle with scripts/make-release.sh"
+logged release.log "$root/scripts/make-release.sh" "$work/dist" || { show release.log; fail "make-release.sh failed"; }
+archive=$work/dist/dtk-student.tar.gz
+mkdir "$work/unpacked"
+tar -xzf "$archive" -C "$work/unpacked"
+top=$(ls -A "$work/unpacked")
+[ "$top" = dtk-student ] || fail "the bundle must hold one top directory dtk-student/, found: $top"
+bundle=$work/unpacked/dtk-student
+echo "    $(tar -tzf "$archive" | grep -vc '/$') files, $(du -h "$archive" | cut -f1)"
+
+step "checking what the bundle holds"
+for path in CMakeLists.txt Makefile handout.md figs cmake scripts/ensure-deps.sh starter \
+  tests/harness tests/public; do
+  [ -e "$bundle/$path" ] || fail "the bundle lacks $path"
+done
+hidden=$(cd "$bundle" && find . -path ./solutions -o -path ./grader -o -path ./tests/kit \
+  -o -name 'dtk_source_check*' -o -name 'dtk-grade*' | sed 's|^\./||')
+[ -z "$hidden" ] || fail "the bundle holds what students must never see: $hidden"
+for file in "${student_files[@]}"; do
+  cmp -s "$root/starter/$file" "$bundle/starter/$file" ||
+    fail "starter/$file in the bundle is not the kit's starter/$file"
+  grep -q 'throw NotImplemented(' "$bundle/starter/$file" ||
+    fail "starter/$file in the bundle throws no NotImplemented: not the stub"
+done
+"$check" no-solution-code "$root/starter" "$root/solutions" "$bundle" "${student_files[@]}" ||
+  fail "the bundle contains reference code"
+
+step "building it with its make (-j2)"
+logged build.log make -C "$bundle" JOBS=2 || { show build.log; fail "make failed in the bundle"; }
+
+step "running its public tests on the stubs (make test): each must fail with NotImplemented"
+if logged stubs.log make -C "$bundle" test; then
+  show stubs.log
+  fail "make test passed on the stubs; every public test should fail with NotImplemented"
+fi
+# ctest prints "k/n Test #k: <name> ....***Failed  0.4 sec" and then that test's output.
+verdicts=$(awk '
+  match($0, /^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /) {
+    name = $0; sub(/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: /, "", name); sub(/ .*/, "", name)
+    order[++n] = name; status[name] = ($0 ~ /\*\*\*Failed/) ? "failed" : "passed, but should fail"
+    if ($0 ~ /\*\*\*(Timeout|Exception)/) status[name] = "crashed or hung"
+    current = name; next
+  }
+  /^ *Start +[0-9]+: / { current = ""; next }
+  current != "" && /NotImplemented: dtk::/ { said[current] = 1 }
+  END {
+    for (i = 1; i <= n; i++) {
+      t = order[i]
+      if (status[t] == "failed" && !said[t]) status[t] = "failed without a NotImplemented message"
+      print t, status[t]
+    }
+  }' "$work/stubs.log")
+[ -n "$verdicts" ] || { show stubs.log; fail "no test results in the output of make test"; }
+echo "$verdicts" | sed 's/^/    /'
+if grep -qv ' failed$' <<< "$verdicts"; then
+  show stubs.log 60
+  fail "on the stubs, every public test must fail with NotImplemented"
+fi
+
+step "copying the reference files in: make test must pass"
+for file in "${student_files[@]}"; do
+  cp "$root/solutions/$file" "$bundle/starter/$file"
+done
+logged reference.log make -C "$bundle" test || { show reference.log 60; fail "the public tests fail on the reference"; }
+grep -E 'tests passed' "$work/reference.log" | sed 's/^/    /'
+
+step "packing handin.tar with its make handin.tar"
+logged handin.log make -C "$bundle" handin.tar || { show handin.log; fail "make handin.tar failed"; }
+packed=$(tar -tf "$bundle/handin.tar" | sort | tr '\n' ' ')
+expected=$(printf '%s\n' "${student_files[@]}" | sort | tr '\n' ' ')
+[ "$packed" = "$expected" ] || fail "handin.tar holds '$packed', expected '$expected'"
+
+step "grading handin.tar with dtk-grade: full marks expected"
+[ -n "$grader" ] && [ -x "$grader" ] ||
+  fail "dtk-grade is not built (grader/ defines no dtk-grade target yet?): cannot grade"
+logged grade.log "$grader" "$bundle/handin.tar" --results "$work/results.json" ||
+  { show grade.log; fail "dtk-grade exited non-zero"; }
+[ -s "$work/results.json" ] || { show grade.log; fail "dtk-grade wrote no results file"; }
+logged results.log cmake -DRESULTS="$work/results.json" -P "$(dirname "$0")/results_summary.cmake" ||
+  { show results.log; fail "results.json is not what SPEC says"; }
+# results.log: "score <s>", then "test <score> <max_score> <name>" per test.
+verdict=$(awk '
+  $1 == "score" { score = $2 }
+  $1 == "test" { max += $3; if ($2 + 0 < $3 + 0) { $1 = ""; lost = lost "\n    lost points:" $0 } }
+  END {
+    full = (score + 0 >= max - 1e-9 && max > 0)
+    printf "%s score %s of %s%s\n", full ? "ok" : "FAIL", score, max, lost
+  }' "$work/results.log")
+echo "    $verdict"
+if [[ $verdict != ok* ]]; then
+  show grade.log 60
+  fail "the reference, handed in from the bundle, must get full marks"
+fi
+
+step "done: the bundle builds, fails on the stubs, passes on the reference and grades full marks"
