@@ -3,35 +3,21 @@
 #
 #   make              build everything (build/)
 #   make test         build, then run every test of the kit (ctest)
+#   make grade        grade solutions/ with the hidden tests (dtk-grade; full marks expected)
 #   make handin.tar   pack the three student files of starter/ into handin.tar
 #   make release      write the student bundle dist/dtk-student.tar.gz (scripts/make-release.sh)
-BUILD_DIR ?= build
-JOBS ?= 2
 
-# Packages only the kit's own tests need, on top of scripts/ensure-deps.sh's list.
-KIT_PACKAGES := libxml2-utils
+# Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
+# graded submission left behind.
+EXTRA_PACKAGES := libxml2-utils procps
 
-STUDENT_FILES := model/func_impl.cpp data/data_parallel_preprocess.cpp \
-                 model_training_cost_analysis.cpp
+include make/student.mk
 
-.PHONY: all deps test clean
-
-all: deps
-	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR)
-	cmake --build $(BUILD_DIR) -j$(JOBS)
-
-deps:
-	@scripts/ensure-deps.sh $(KIT_PACKAGES)
-
-test: all
-	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
-
-handin.tar: $(addprefix starter/,$(STUDENT_FILES))
-	tar -cf $@ -C starter $(STUDENT_FILES)
-	@echo "Wrote $@: hand it in."
-
-clean:
-	rm -rf $(BUILD_DIR) handin.tar
+# Builds only what grading needs; results.json goes to $(BUILD_DIR)/grade-results.json.
+.PHONY: grade
+grade: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk-grade
+	$(BUILD_DIR)/dtk-grade solutions --results $(BUILD_DIR)/grade-results.json
 
 # The student bundle: dist/dtk-student.tar.gz (starter, public tests, handout, figs; no
 # solutions, no hidden tests). Always repacked, from the tree as it is now.

@@ -5,7 +5,7 @@
 #   starter/                        the student tree, as it is now
 #   tests/harness/, tests/public/   the public tests and their MPI-aware Catch2 main
 #   handout.md, figs/               the assignment text and its figures
-#   cmake/, scripts/ensure-deps.sh  the kit's build modules and dependency set-up
+#   cmake/, make/, scripts/ensure-deps.sh  the kit's build modules, make targets, set-up
 #   CMakeLists.txt, Makefile        the bundle's own top level, from release/
 #
 # usage: scripts/make-release.sh [OUTPUT_DIR]      (default: dist/ of the kit; `make release`)
@@ -22,7 +22,7 @@ die() {
 }
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
-shipped=(starter tests/harness tests/public handout.md figs cmake scripts/ensure-deps.sh)
+shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh)
 for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done

@@ -49,7 +49,7 @@ bundle=$work/unpacked/dtk-student
 echo "    $(tar -tzf "$archive" | grep -vc '/$') files, $(du -h "$archive" | cut -f1)"
 
 step "checking what the bundle holds"
-for path in CMakeLists.txt Makefile handout.md figs cmake scripts/ensure-deps.sh starter \
+for path in CMakeLists.txt Makefile handout.md figs cmake make scripts/ensure-deps.sh starter \
   tests/harness tests/public; do
   [ -e "$bundle/$path" ] || fail "the bundle lacks $path"
 done

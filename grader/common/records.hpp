@@ -1,0 +1,75 @@
+// The runner's output: what each rank found, test by test, as lines of text.
+//
+// Every rank of a runner writes one file. A test's block starts with "begin <id>" and ends with
+// "end <id>"; a block without its end is a test during which that rank died or hung. In between,
+// one record per line, name and payload separated by a tab:
+//   note <text>                              describes the configuration (for feedback)
+//   int <name>\t<value>
+//   real <name>\t<value>
+//   tensor <name>\t<dtype> <ndim> <dims...> : <values...>
+//   error <text>                             the function threw; <text> is what() on one line
+//   forbidden <MPI call>\t<caller>           a call outside the allowed collectives
+//   timeout <seconds>                        the runner's watchdog stopped a test that hung
+//   crashed <signal> / exited                the rank died during the test (no "end" follows)
+// The student's runner writes these files from inside the submission's processes, so the grader
+// parses them as untrusted input: bounded sizes, and anything malformed is just "missing".
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dtk::grade {
+
+struct Value {
+  enum class Kind { integer, real, tensor };
+  Kind kind = Kind::real;
+  std::string dtype;  // tensors: "float", "double", "int32" or "int64"
+  std::vector<std::size_t> shape;
+  std::vector<double> values;  // a real or a tensor's elements, row-major
+  long long integer = 0;
+};
+
+struct TestOutput {
+  bool complete = false;   // its "end" line was written
+  bool timed_out = false;  // the runner's watchdog stopped it
+  int crash_signal = 0;    // the rank died of this signal during the test
+  bool exited = false;     // the rank's process ended (exit()) during the test
+  std::vector<std::string> notes;
+  std::vector<std::pair<std::string, Value>> values;  // in the order written
+  std::vector<std::string> errors;
+  std::vector<std::string> forbidden;  // "MPI_Bcast (called from ...)"
+
+  const Value* find(const std::string& name) const;
+};
+
+// Test id -> what one rank wrote for it.
+using RankOutput = std::map<std::string, TestOutput>;
+
+// Parses one rank's file. Never throws on bad content: a malformed line is skipped.
+RankOutput parse_rank_output(const std::string& text);
+
+// Replaces tabs and line breaks, so that any text fits on one record line.
+std::string one_line(std::string text);
+
+// The runner's side: writes records to one rank's file, flushing at the end of every test.
+class RecordWriter {
+ public:
+  explicit RecordWriter(std::FILE* file) : file_(file) {}
+
+  void begin(const std::string& id);
+  void end(const std::string& id);
+  void note(const std::string& text);
+  void integer(const std::string& name, long long value);
+  void real(const std::string& name, double value);
+  void tensor(const std::string& name, const std::string& dtype,
+              const std::vector<std::size_t>& shape, const std::vector<double>& values);
+  void error(const std::string& text);
+  void forbidden(const std::string& call, const std::string& caller);
+
+ private:
+  std::FILE* file_;
+};
+
+}  // namespace dtk::grade

@@ -1,0 +1,50 @@
+// A hidden test case: one student function, checked on one configuration.
+//
+// The manifest names each case by the function it checks and a short case text; together they
+// form the test's id, e.g. "naive_collect_forward_input mp=4 dp=2 float". The grader passes ids
+// to the runner, which parses them back, so this file is shared by both.
+//
+// Case texts, by the kind of argument the function takes:
+//   layout  "mp=M dp=D [float|double]": the (mp, dp) grid and the value type (get_info has none)
+//   config  a config name from grader/configs ("gpt2_small"), or "random llama" / "random gpt2"
+//           (a config drawn from the seed; add a tag, "random gpt2 b", for a second one)
+//   budget  a training budget in FLOPs ("1.23e22"), or "random" ("random b", ...)
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtk::grade {
+
+enum class CaseKind { layout, config, budget };
+
+// What the grader and the runner both need to know about a checked function.
+struct CheckInfo {
+  const char* function;  // the student function, e.g. "get_info"
+  CaseKind kind;
+  bool collective;  // runs on mp * dp ranks; otherwise one process plays every rank
+  bool typed;       // has a float and a double version
+};
+
+// Every function the hidden tests can check.
+const std::vector<CheckInfo>& all_checks();
+// nullptr if no check has that name.
+const CheckInfo* find_check(const std::string& function);
+
+struct TestCase {
+  std::string function;
+  int mp = 1, dp = 1;
+  std::string type;  // "float" or "double" (typed layout checks only)
+  std::string arg;   // config name, "random <model_type>", budget or "random"
+
+  const CheckInfo& check() const;
+  int ranks() const;  // MPI ranks the test runs on
+  std::string case_text() const;
+  std::string id() const { return function + " " + case_text(); }
+};
+
+// Throws std::invalid_argument with a message naming the problem.
+TestCase parse_test_case(const std::string& function, const std::string& case_text);
+TestCase parse_test_id(const std::string& id);
+
+}  // namespace dtk::grade

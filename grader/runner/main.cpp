@@ -1,0 +1,224 @@
+// dtk-grade-runner: runs hidden test cases and writes what it finds, one file per rank.
+//
+//   mpirun -n N dtk-grade-runner --seed S --out DIR --configs DIR --work DIR
+//                                --test-seconds T  TEST_ID...
+//
+// It only evaluates: for each test it builds the inputs from (seed, test id), calls the one
+// student function under test and records the outputs in DIR/rank<R>.out. It judges nothing:
+// the grader compares these files with the ones the same runner writes when linked with the
+// reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends the
+// process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check_context.hpp"
+#include "forbidden_mpi.hpp"
+
+namespace dtk::grade {
+namespace {
+
+struct Options {
+  std::uint64_t seed = 0;
+  std::string out_dir, configs_dir, work_dir;
+  int test_seconds = 3;
+  std::vector<std::string> tests;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--seed" && has_value) {
+      options.seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--out" && has_value) {
+      options.out_dir = argv[++i];
+    } else if (arg == "--configs" && has_value) {
+      options.configs_dir = argv[++i];
+    } else if (arg == "--work" && has_value) {
+      options.work_dir = argv[++i];
+    } else if (arg == "--test-seconds" && has_value) {
+      options.test_seconds = std::atoi(argv[++i]);
+    } else {
+      options.tests.push_back(arg);
+    }
+  }
+  return options;
+}
+
+RecordWriter* current_test = nullptr;  // where forbidden calls are recorded
+int output_fd = -1;
+volatile std::sig_atomic_t in_test = 0;
+
+// A rank that dies in a test says so in its file first: the grader then stops the launch at
+// once instead of waiting for mpirun to notice (a second or two).
+void write_marker(const char* line) {
+  if (write(output_fd, line, std::strlen(line)) < 0) {
+    // The grader sees an unfinished test either way.
+  }
+}
+
+struct sigaction previous[NSIG];
+
+void on_fatal_signal(int signal) {
+  char line[32] = "crashed ";
+  int at = 8;
+  if (signal >= 10) line[at++] = static_cast<char>('0' + signal / 10);
+  line[at++] = static_cast<char>('0' + signal % 10);
+  line[at++] = '\n';
+  line[at] = '\0';
+  if (in_test) write_marker(line);
+  sigaction(signal, &previous[signal], nullptr);  // MPI's handler prints a backtrace
+  raise(signal);
+}
+
+void on_exit_during_test() {
+  if (in_test) write_marker("exited\n");
+}
+
+void report_deaths() {
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    struct sigaction action {};
+    action.sa_handler = on_fatal_signal;
+    sigaction(signal, &action, &previous[signal]);
+  }
+  std::atexit(on_exit_during_test);
+}
+
+// Ends the process when one test runs too long. It writes a "timeout" line first, so the
+// grader can tell a hang from a crash.
+class Watchdog {
+ public:
+  explicit Watchdog(int seconds) : seconds_(seconds) {
+    std::thread([this] { watch(); }).detach();
+  }
+  void arm() { deadline_ = now() + seconds_ * 1000; }
+  void disarm() { deadline_ = 0; }
+
+ private:
+  static long long now() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  }
+  void watch() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const long long deadline = deadline_;
+      if (deadline != 0 && now() > deadline) {
+        write_marker(("timeout " + std::to_string(seconds_) + "\n").c_str());
+        std::_Exit(124);
+      }
+    }
+  }
+  int seconds_;
+  std::atomic<long long> deadline_{0};
+};
+
+void run_test(const Options& options, const std::string& id, RecordWriter& out,
+              Watchdog& watchdog) {
+  TestCase test;
+  try {
+    test = parse_test_id(id);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dtk-grade-runner: %s\n", error.what());
+    std::exit(2);
+  }
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm test_comm = MPI_COMM_NULL;
+  const bool mine = world_rank < test.ranks();
+  MPI_Comm_split(MPI_COMM_WORLD, mine ? 0 : MPI_UNDEFINED, world_rank, &test_comm);
+  if (!mine) return;
+
+  out.begin(id);
+  current_test = &out;
+  in_test = 1;
+  watchdog.arm();
+  try {
+    CheckContext context{test, options.seed,        Communicator(test_comm),
+                         out,  options.configs_dir, options.work_dir};
+    check_function(test.function)(context);
+  } catch (const std::exception& error) {
+    out.error(error.what());
+  } catch (...) {
+    out.error("threw an exception that is not a std::exception");
+  }
+  watchdog.disarm();
+  in_test = 0;
+  current_test = nullptr;
+  out.end(id);
+  MPI_Comm_free(&test_comm);
+}
+
+// "xt::xtensor<...> dtk::f<double>(xt::... const&, int)" -> "dtk::f<double>".
+std::string short_name(std::string demangled) {
+  const std::string anonymous = "(anonymous namespace)::";
+  for (std::size_t at; (at = demangled.find(anonymous)) != std::string::npos;) {
+    demangled.erase(at, anonymous.size());
+  }
+  const std::size_t dtk = demangled.find("dtk::");
+  const std::size_t begin = dtk == std::string::npos ? 0 : dtk;
+  return demangled.substr(begin, demangled.find('(', begin) - begin);
+}
+
+}  // namespace
+
+void report_forbidden_call(const char* call, const void* return_address) {
+  static const void* runner_base = [] {
+    Dl_info self{};
+    dladdr(reinterpret_cast<const void*>(&report_forbidden_call), &self);
+    return self.dli_fbase;
+  }();
+  Dl_info caller{};
+  if (dladdr(return_address, &caller) == 0 || caller.dli_fbase == runner_base) return;
+  std::string where = caller.dli_fname ? caller.dli_fname : "unknown code";
+  if (caller.dli_sname != nullptr) {
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> name(
+        abi::__cxa_demangle(caller.dli_sname, nullptr, nullptr, &status), &std::free);
+    where = status == 0 ? short_name(name.get()) : caller.dli_sname;
+  }
+  if (current_test != nullptr) {
+    current_test->forbidden(call, where);
+  } else {
+    std::fprintf(stderr, "forbidden MPI call outside any test: %s from %s\n", call, where.c_str());
+  }
+}
+
+}  // namespace dtk::grade
+
+int main(int argc, char** argv) {
+  using namespace dtk::grade;
+  MPI_Init(&argc, &argv);
+  const Options options = parse_options(argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  if (file == nullptr) {
+    std::fprintf(stderr, "dtk-grade-runner: cannot write %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  output_fd = fileno(file);
+  RecordWriter out(file);
+  report_deaths();
+  Watchdog watchdog(options.test_seconds);
+  for (const std::string& id : options.tests) run_test(options, id, out, watchdog);
+  std::fclose(file);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,171 @@
+#include "audit.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+namespace dtk::grade {
+
+namespace {
+
+struct Symbol {
+  std::string name;
+  std::string section;  // "" when undefined
+};
+
+// Section index -> name, from the section headers ("  [ 5] .text._ZN3dtk... PROGBITS ...").
+std::map<std::string, std::string> section_names(const std::string& text) {
+  std::map<std::string, std::string> names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t open = line.find('['), close = line.find(']');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::istringstream index(line.substr(open + 1, close - open - 1)), rest(line.substr(close + 1));
+    std::string number, name;
+    if (index >> number && rest >> name) names[number] = name;
+  }
+  return names;
+}
+
+// From the symbol table: "   12: 0000000000000000   190 FUNC    GLOBAL DEFAULT   14 _ZN3dtk...".
+std::vector<Symbol> symbols_of(const std::string& text,
+                               const std::map<std::string, std::string>& sections) {
+  std::vector<Symbol> symbols;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string num, value, size, type, bind, vis, ndx, name;
+    if (!(fields >> num >> value >> size >> type >> bind >> vis >> ndx >> name)) continue;
+    if (num.empty() || num.back() != ':' || type == "SECTION" || type == "FILE") continue;
+    const auto section = sections.find(ndx);
+    symbols.push_back({name, ndx == "UND" || section == sections.end() ? "" : section->second});
+  }
+  return symbols;
+}
+
+// From the relocations: section -> symbols its relocations name. A relocation against a section
+// symbol names the section itself.
+std::map<std::string, std::set<std::string>> references_of(const std::string& text) {
+  std::map<std::string, std::set<std::string>> references;
+  std::istringstream lines(text);
+  std::string current;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string marker = "Relocation section '";
+    if (line.rfind("Symbol table", 0) == 0) current.clear();  // the relocations are over
+    if (line.rfind(marker, 0) == 0) {
+      const std::size_t end = line.find('\'', marker.size());
+      current = line.substr(marker.size(), end - marker.size());
+      if (current.rfind(".rela", 0) == 0)
+        current.erase(0, 5);
+      else if (current.rfind(".rel", 0) == 0)
+        current.erase(0, 4);
+      continue;
+    }
+    std::istringstream fields(line);
+    std::string offset, info, type, value, name;
+    if (!current.empty() && fields >> offset >> info >> type >> value >> name) {
+      const std::size_t at = name.find('@');
+      references[current].insert(at == std::string::npos ? name : name.substr(0, at));
+    }
+  }
+  return references;
+}
+
+bool is_forbidden(const std::string& symbol, const AuditRules& rules) {
+  const bool mpi = symbol.rfind("MPI_", 0) == 0 || symbol.rfind("PMPI_", 0) == 0;
+  if (mpi) {
+    const std::string call = symbol[0] == 'P' ? symbol.substr(1) : symbol;
+    return !rules.allowed_mpi.count(call);
+  }
+  return rules.forbidden_symbols.count(symbol) > 0;
+}
+
+// Is `demangled` a definition of dtk::<function><suffix>? Template instances demangle with
+// their return type first: "std::pair<...> dtk::split_train<float>(...)".
+bool names_function(const std::string& demangled, const std::string& function,
+                    const std::string& suffixes = "(<") {
+  const std::string name = "dtk::" + function;
+  for (std::size_t at = demangled.find(name); at != std::string::npos;
+       at = demangled.find(name, at + 1)) {
+    const std::size_t end = at + name.size();
+    if ((at == 0 || demangled[at - 1] == ' ') && end < demangled.size() &&
+        suffixes.find(demangled[end]) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string demangle(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> name(
+      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 ? std::string(name.get()) : symbol;
+}
+
+Audit audit_object(const std::string& readelf, const std::vector<std::string>& functions,
+                   const AuditRules& rules) {
+  const auto sections = section_names(readelf);
+  const auto symbols = symbols_of(readelf, sections);
+  const auto references = references_of(readelf);
+  std::map<std::string, std::string> section_of;  // defined symbol -> its section
+  Audit audit;
+  std::set<std::string> forbidden_anywhere;
+  for (const Symbol& symbol : symbols) {
+    if (!symbol.section.empty()) {
+      section_of[symbol.name] = symbol.section;
+      audit.defined.insert(demangle(symbol.name));
+    }
+    // Defining an MPI function replaces MPI's own: as forbidden as calling a forbidden one.
+    if (is_forbidden(symbol.name, rules) ||
+        (!symbol.section.empty() && symbol.name.rfind("MPI_", 0) == 0)) {
+      forbidden_anywhere.insert(symbol.name);
+    }
+  }
+
+  std::set<std::string> attributed;
+  for (const std::string& function : functions) {
+    // Depth-first over sections, from the sections of the function's definitions.
+    std::vector<std::string> stack;
+    std::set<std::string> seen;
+    for (const Symbol& symbol : symbols) {
+      if (!symbol.section.empty() && names_function(demangle(symbol.name), function)) {
+        stack.push_back(symbol.section);
+      }
+    }
+    while (!stack.empty()) {
+      const std::string section = stack.back();
+      stack.pop_back();
+      if (!seen.insert(section).second) continue;
+      const auto refs = references.find(section);
+      if (refs == references.end()) continue;
+      for (const std::string& name : refs->second) {
+        if (forbidden_anywhere.count(name)) {
+          audit.forbidden[function].insert(name);
+          attributed.insert(name);
+        }
+        const auto defined = section_of.find(name);
+        stack.push_back(defined != section_of.end() ? defined->second : name);
+      }
+    }
+  }
+  for (const std::string& name : forbidden_anywhere) {
+    if (attributed.count(name)) continue;
+    for (const std::string& function : functions) audit.forbidden[function].insert(name);
+  }
+  return audit;
+}
+
+bool defines_function(const Audit& audit, const std::string& function, const std::string& type) {
+  const std::string instance = type.empty() ? function : function + "<" + type + ">";
+  for (const std::string& name : audit.defined) {
+    if (names_function(name, instance, "(")) return true;
+  }
+  return false;
+}
+
+}  // namespace dtk::grade

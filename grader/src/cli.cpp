@@ -1,0 +1,81 @@
+#include "cli.hpp"
+
+#include <cstdlib>
+#include <iostream>
+
+namespace dtk::grade {
+
+const char* const kUsage =
+    "usage: dtk-grade SUBMISSION [--results FILE] [--public-only] [--timeout SECONDS]\n"
+    "                 [--autolab] [--seed N] [--manifest FILE] [--keep-scratch]\n"
+    "\n"
+    "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
+    "files (model/func_impl.cpp, data/data_parallel_preprocess.cpp,\n"
+    "model_training_cost_analysis.cpp). Writes Gradescope's results.json and prints a table.\n"
+    "\n"
+    "  --results FILE     where to write results.json (default: ./results.json)\n"
+    "  --public-only      run only the cases that mirror the public tests\n"
+    "  --timeout SECONDS  time limit of one group of tests (default: the manifest's, 10)\n"
+    "  --autolab          also print Autolab's scores as the last line of output\n"
+    "  --seed N           the seed of the random test inputs (default: random; printed)\n"
+    "  --manifest FILE    parts, points and cases (default: the build's grader/data copy)\n"
+    "  --keep-scratch     keep the scratch directory (its path is printed)\n"
+    "\n"
+    "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
+    "grader itself could not run (kit not built, bad manifest).\n";
+
+namespace {
+
+long long parse_integer(const std::string& option, const std::string& text, long long min,
+                        long long max) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < min || value > max) {
+    throw UsageError(option + " expects a whole number between " + std::to_string(min) + " and " +
+                     std::to_string(max) + ", not \"" + text + "\"");
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<Options> parse_command_line(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return std::nullopt;
+    } else if (arg == "--results") {
+      options.results = value();
+    } else if (arg == "--public-only") {
+      options.public_only = true;
+    } else if (arg == "--autolab") {
+      options.autolab = true;
+    } else if (arg == "--keep-scratch") {
+      options.keep_scratch = true;
+    } else if (arg == "--timeout") {
+      options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 3600));
+    } else if (arg == "--seed") {
+      options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, 1LL << 62));
+    } else if (arg == "--manifest") {
+      options.manifest = value();
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw UsageError("unknown option " + arg);
+    } else if (options.submission.empty()) {
+      options.submission = arg;
+    } else {
+      throw UsageError("one SUBMISSION at a time (got \"" + options.submission + "\" and \"" + arg +
+                       "\")");
+    }
+  }
+  if (options.submission.empty()) throw UsageError("no SUBMISSION given");
+  return options;
+}
+
+}  // namespace dtk::grade

@@ -1,0 +1,31 @@
+// dtk-grade's command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace dtk::grade {
+
+struct Options {
+  std::string submission;  // a handin.tar or a directory holding the student files
+  std::string results = "results.json";
+  bool public_only = false;
+  bool autolab = false;
+  bool keep_scratch = false;
+  std::optional<int> timeout_seconds;  // per group of tests; default from the manifest
+  std::optional<std::uint64_t> seed;   // default: a fresh random seed
+  std::string manifest;                // default: the manifest next to dtk-grade's data
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+extern const char* const kUsage;
+
+// Throws UsageError naming the problem. Returns nullopt for --help (kUsage already printed).
+std::optional<Options> parse_command_line(int argc, char** argv);
+
+}  // namespace dtk::grade

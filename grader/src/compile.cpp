@@ -1,0 +1,223 @@
+#include "compile.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "files.hpp"
+
+namespace dtk::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kMaxErrorLines = 25, kMaxErrorChars = 3000;
+
+std::string read_source(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+// The first lines of the compiler's output, with the sandbox's paths made relative again.
+std::string first_errors(std::string output, const std::string& src_dir) {
+  for (std::size_t at; (at = output.find(src_dir)) != std::string::npos;)
+    output.erase(at, src_dir.size());
+  std::istringstream lines(output);
+  std::string kept;
+  std::size_t count = 0;
+  for (std::string line; std::getline(lines, line) && count < kMaxErrorLines; ++count) {
+    kept += line + "\n";
+  }
+  if (kept.size() > kMaxErrorChars) kept = kept.substr(0, kMaxErrorChars) + "...\n";
+  return kept;
+}
+
+// Every file the compiler read (a make rule written with -MD), one per element.
+std::vector<std::string> dependencies(const std::string& dep_file) {
+  std::ifstream file(dep_file);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<std::string> deps;
+  std::string current;
+  const std::size_t colon = text.find(": ");
+  for (std::size_t i = colon == std::string::npos ? 0 : colon + 2; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
+      current += ' ';
+      ++i;
+    } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
+      ++i;
+    } else if (c == ' ' || c == '\n' || c == '\t') {
+      if (!current.empty()) deps.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) deps.push_back(current);
+  return deps;
+}
+
+// Why the includes of a compiled file are not acceptable, or "".
+std::string include_problem(const std::string& dep_file, const std::string& scratch) {
+  for (const std::string& dep : dependencies(dep_file)) {
+    const std::string path = fs::weakly_canonical(dep).string();
+    if (path.rfind(scratch + "/", 0) == 0 || path.rfind("/usr/", 0) == 0) continue;
+    return "it includes " + dep +
+           ": student files may include only the provided headers, the standard library and "
+           "the libraries the kit uses";
+  }
+  return "";
+}
+
+// The precompiled header, next to its .gch, where the sandbox can read it: a hard link when
+// the scratch directory is on the build's file system (the .gch is large), a copy otherwise.
+void share_pch(const std::string& header, const std::string& dir) {
+  fs::create_directories(dir);
+  const std::string name = fs::path(header).filename().string();
+  copy_file(header, dir + "/" + name);
+  std::error_code error;
+  fs::create_hard_link(header + ".gch", dir + "/" + name + ".gch", error);
+  if (error) copy_file(header + ".gch", dir + "/" + name + ".gch");
+}
+
+std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& read_only,
+                                         const std::string& source, const std::string& object) {
+  std::vector<std::string> argv = {toolchain.compiler};
+  argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  for (const std::string& define : toolchain.defines) argv.push_back("-D" + define);
+  argv.push_back("-I" + read_only + "/include");
+  if (!toolchain.pch.empty()) {
+    argv.insert(argv.end(),
+                {"-include", read_only + "/pch/" + fs::path(toolchain.pch).filename().string()});
+  }
+  for (const std::string& dir : toolchain.include_dirs) {
+    // The provided headers come from the sandbox's copy; /usr/include is searched anyway (and
+    // naming it breaks the standard library's #include_next).
+    if (dir == toolchain.dtk_include_dir || dir == "/usr/include") continue;
+    argv.insert(argv.end(), {"-isystem", dir});
+  }
+  argv.insert(argv.end(), {"-fdiagnostics-color=never", "-fmax-errors=10", "-MD", "-MF",
+                           object + ".d", "-c", source, "-o", object});
+  return argv;
+}
+
+}  // namespace
+
+StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
+                              const Sandbox& sandbox, const std::string& scratch,
+                              const std::vector<std::string>& hidden, int compile_seconds) {
+  const std::string work = scratch + "/sandbox/work", read_only = scratch + "/read-only";
+  const std::string src_dir = work + "/src/", obj_dir = work + "/obj/",
+                    bin_dir = read_only + "/bin/";
+  for (const std::string& dir : {src_dir, obj_dir, bin_dir}) fs::create_directories(dir);
+  fs::copy(toolchain.dtk_include_dir, read_only + "/include", fs::copy_options::recursive);
+  if (!toolchain.pch.empty()) share_pch(toolchain.pch, read_only + "/pch");
+
+  StudentBuild build;
+  std::vector<std::size_t> to_compile;
+  for (const std::string& file : toolchain.student_files) {
+    FileBuild entry;
+    entry.file = file;
+    std::string flat = file;
+    for (char& c : flat) c = c == '/' ? '_' : c;
+    entry.object = obj_dir + flat + ".o";
+    const auto found = submission.files.find(file);
+    if (found == submission.files.end()) {
+      entry.status = FileBuild::Status::missing;
+    } else if (found->second == read_source(toolchain.starter_dir + "/" + file)) {
+      entry.status = FileBuild::Status::same_as_starter;
+    } else if (found->second == read_source(toolchain.reference_dir + "/" + file)) {
+      entry.status = FileBuild::Status::same_as_reference;
+      copy_file(toolchain.reference_objects.at(file), entry.object);
+    } else {
+      fs::create_directories(fs::path(src_dir + file).parent_path());
+      write_file(src_dir + file, found->second);
+      entry.status = FileBuild::Status::compiled;
+      to_compile.push_back(build.files.size());
+    }
+    build.files.push_back(entry);
+  }
+  sandbox.hand_over(work);
+
+  // A tool of the build (compiler, linker), in the sandbox.
+  auto tool = [&](std::vector<std::string> argv) {
+    Command command;
+    command.argv = std::move(argv);
+    command.cwd = work;
+    command.timeout_seconds = compile_seconds;
+    command.address_space_mb = 4096;  // cc1plus needs more than a test
+    command.hidden_paths = hidden;
+    return sandbox.run(command);
+  };
+
+  // One compiler per file, all at once: on two cores, three jobs finish sooner than two jobs
+  // and then a third.
+  std::vector<Outcome> outcomes(build.files.size());
+  std::vector<std::thread> compilers;
+  for (std::size_t i : to_compile) {
+    compilers.emplace_back([&, i] {
+      const FileBuild& entry = build.files[i];
+      try {
+        outcomes[i] =
+            tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
+      } catch (const std::exception& error) {  // no process could be started
+        outcomes[i].output = std::string("dtk-grade could not run the compiler: ") + error.what();
+      }
+    });
+  }
+  for (std::thread& compiler : compilers) compiler.join();
+
+  for (std::size_t i : to_compile) {
+    FileBuild& entry = build.files[i];
+    const Outcome& outcome = outcomes[i];
+    if (outcome.timed_out) {
+      entry.message = "the compiler took longer than " + std::to_string(compile_seconds) + " s\n";
+    } else if (!outcome.ok()) {
+      entry.message = first_errors(outcome.output, src_dir);
+      if (entry.message.empty()) {
+        entry.message = "the compiler failed: " + outcome.describe() + "\n";
+      }
+    } else {
+      entry.message = include_problem(entry.object + ".d", scratch);
+    }
+    if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+  }
+
+  // Everything not compiled from the submission links the starter's object.
+  auto link = [&] {
+    std::vector<std::string> argv = {toolchain.compiler, "-shared", "-o",
+                                     obj_dir + "libdtk_student.so"};
+    for (FileBuild& entry : build.files) {
+      if (!entry.uses_student_code()) {
+        copy_file(toolchain.starter_objects.at(entry.file), entry.object);
+      }
+      argv.push_back(entry.object);
+    }
+    sandbox.hand_over(obj_dir);
+    return tool(argv);
+  };
+  Outcome linked = link();
+  if (!linked.ok()) {
+    // Several student files define the same symbol, say: none of them can be used.
+    for (FileBuild& entry : build.files) {
+      if (entry.status != FileBuild::Status::compiled) continue;
+      entry.status = FileBuild::Status::failed;
+      entry.message =
+          "the student files do not link together:\n" + first_errors(linked.output, src_dir);
+    }
+    linked = link();
+    if (!linked.ok()) {
+      throw std::runtime_error("cannot link the starter's objects:\n" + linked.output);
+    }
+  }
+  // The sandbox user may not change what it runs: its own library and the runner, copied out.
+  copy_file(obj_dir + "libdtk_student.so", bin_dir + "libdtk_student.so");
+  build.runner = bin_dir + "dtk-grade-runner";
+  copy_file(toolchain.runner, build.runner);
+  return build;
+}
+
+}  // namespace dtk::grade

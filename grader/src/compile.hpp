@@ -1,0 +1,43 @@
+// Building the submission into libdtk_student.so, inside the sandbox.
+//
+// Only the student files are compiled (two at a time), with the prebuilt objects' flags. A file
+// that is missing, does not compile, or includes anything but the provided and system headers
+// is replaced by the starter's prebuilt object, so that the other files still link and their
+// parts are still graded. A file identical to the starter's or the reference's reuses its
+// prebuilt object.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sandbox.hpp"
+#include "submission.hpp"
+#include "toolchain.hpp"
+
+namespace dtk::grade {
+
+struct FileBuild {
+  enum class Status { compiled, same_as_starter, same_as_reference, missing, failed };
+  std::string file;  // student path, e.g. "model/func_impl.cpp"
+  Status status = Status::missing;
+  std::string object;   // the object linked, inside the work directory
+  std::string message;  // for failed: the compiler's first errors
+  bool uses_student_code() const {
+    return status == Status::compiled || status == Status::same_as_reference;
+  }
+};
+
+struct StudentBuild {
+  std::vector<FileBuild> files;
+  std::string runner;  // <scratch>/read-only/bin/dtk-grade-runner, libdtk_student.so beside it
+};
+
+// Compiles in <scratch>/sandbox/work (the sandbox user's); what the sandbox reads but must not
+// change (headers, the precompiled header, the runner and the library) goes to
+// <scratch>/read-only. Throws std::runtime_error only when even the starter's objects cannot be
+// linked (a broken kit).
+StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
+                              const Sandbox& sandbox, const std::string& scratch,
+                              const std::vector<std::string>& hidden, int compile_seconds);
+
+}  // namespace dtk::grade

@@ -1,0 +1,83 @@
+#include "files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace dtk::grade {
+
+bool read_regular_file(const std::string& path, std::size_t max_bytes, std::string& content,
+                       std::string& problem) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    problem = errno == ELOOP ? "is a symbolic link" : std::strerror(errno);
+    return false;
+  }
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_nlink != 1) {
+    problem = "is not a plain regular file";
+    close(fd);
+    return false;
+  }
+  if (static_cast<std::size_t>(info.st_size) > max_bytes) {
+    problem = "is larger than " + std::to_string(max_bytes) + " bytes";
+    close(fd);
+    return false;
+  }
+  content.clear();
+  char buffer[65536];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) {
+    if (content.size() + n > max_bytes) break;
+    content.append(buffer, n);
+  }
+  close(fd);
+  return true;
+}
+
+bool file_ends_with(const std::string& path, const std::string& suffix) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  std::string tail(suffix.size(), '\0');
+  const bool ok = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
+                  static_cast<std::size_t>(info.st_size) >= suffix.size() &&
+                  pread(fd, tail.data(), tail.size(), info.st_size - suffix.size()) ==
+                      static_cast<ssize_t>(tail.size());
+  close(fd);
+  return ok && tail == suffix;
+}
+
+bool file_tail_has(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  std::string tail;
+  if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) {
+    tail.resize(std::min<std::size_t>(info.st_size, 1024));
+    const ssize_t n = pread(fd, tail.data(), tail.size(), info.st_size - tail.size());
+    tail.resize(n > 0 ? n : 0);
+  }
+  close(fd);
+  return tail.find(text) != std::string::npos;
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << content;
+  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  std::error_code error;
+  std::filesystem::remove(to, error);  // never write through a link someone else left there
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, error);
+  if (error) throw std::runtime_error("cannot copy " + from + " to " + to + ": " + error.message());
+}
+
+}  // namespace dtk::grade

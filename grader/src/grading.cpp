@@ -1,0 +1,287 @@
+#include "grading.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <set>
+
+#include "audit.hpp"
+#include "compile.hpp"
+#include "judge.hpp"
+#include "sandbox.hpp"
+#include "scoring.hpp"
+#include "submission.hpp"
+#include "test_runs.hpp"
+
+namespace dtk::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Planned {
+  const Part* part;
+  TestCase test;
+  std::string number;  // "3.4"
+};
+
+std::vector<Planned> plan_tests(const Manifest& manifest, bool public_only, std::string& notes) {
+  std::vector<Planned> plan;
+  for (const Part& part : manifest.parts) {
+    int k = 0;
+    for (const PlannedTest& planned : part.tests) {
+      if (public_only && !planned.is_public) continue;
+      if (planned.test.ranks() > manifest.max_ranks) {
+        notes += "Not run: " + planned.test.id() + " needs " +
+                 std::to_string(planned.test.ranks()) + " ranks, more than max_ranks (" +
+                 std::to_string(manifest.max_ranks) + ").\n";
+        continue;
+      }
+      plan.push_back(
+          {&part, planned.test, std::to_string(part.number) + "." + std::to_string(++k)});
+    }
+  }
+  return plan;
+}
+
+// <tmp>/dtk-grade.XXXXXX (0711): private/ (0700) holds the grader's files, sandbox/ the
+// sandbox user's home, read-only/ (0755) what the sandbox may read but not change.
+std::string make_scratch() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string root = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtk-grade.XXXXXX";
+  if (mkdtemp(root.data()) == nullptr) throw std::runtime_error("cannot create " + root);
+  chmod(root.c_str(), 0711);
+  for (const auto& [dir, mode] :
+       {std::pair{"/private", 0700}, {"/sandbox", 0700}, {"/read-only", 0755}}) {
+    fs::create_directory(root + dir);
+    chmod((root + dir).c_str(), mode);
+  }
+  return root;
+}
+
+// The kit's trees, hidden from sandboxed processes (unless the scratch lives inside one).
+std::vector<std::string> hidden_paths(const Toolchain& toolchain, const std::string& scratch) {
+  std::vector<std::string> hidden;
+  for (const std::string& dir : {toolchain.source_dir, toolchain.binary_dir}) {
+    if (scratch.rfind(dir + "/", 0) != 0 && dir != "/") hidden.push_back(dir);
+  }
+  return hidden;
+}
+
+std::string build_status(const FileBuild& file) {
+  switch (file.status) {
+    case FileBuild::Status::compiled:
+      return "compiled";
+    case FileBuild::Status::same_as_starter:
+      return "unchanged from the starter";
+    case FileBuild::Status::same_as_reference:
+      return "identical to the reference";
+    case FileBuild::Status::missing:
+      return "missing";
+    case FileBuild::Status::failed:
+      return "does not compile";
+  }
+  return "";
+}
+
+// Audits every compiled file (readelf in the sandbox, all files at once) against the graded
+// functions it holds.
+std::map<std::string, Audit> audit_files(const Manifest& manifest, const StudentBuild& build,
+                                         const Sandbox& sandbox, const std::string& work,
+                                         const std::vector<std::string>& hidden) {
+  const AuditRules rules{manifest.allowed_mpi, manifest.forbidden_symbols};
+  std::vector<std::future<std::pair<std::string, Audit>>> pending;
+  for (const FileBuild& file : build.files) {
+    if (file.status != FileBuild::Status::compiled) continue;
+    std::vector<std::string> functions;
+    for (const Part& part : manifest.parts) {
+      if (part.file == file.file)
+        functions.insert(functions.end(), part.functions.begin(), part.functions.end());
+    }
+    pending.push_back(std::async(std::launch::async, [&, functions, file] {
+      Command command;
+      command.argv = {"readelf", "-SrsW", file.object};
+      command.cwd = work;
+      command.output_bytes = std::size_t{256} << 20;
+      command.hidden_paths = hidden;
+      return std::pair{file.file, audit_object(sandbox.run(command).output, functions, rules)};
+    }));
+  }
+  std::map<std::string, Audit> audits;
+  for (auto& audit : pending) audits.insert(audit.get());
+  return audits;
+}
+
+// Why a test cannot run at all, or "".
+std::string cannot_run(const Planned& planned, const FileBuild& file, const Audit* audit) {
+  const std::string& path = planned.part->file;
+  if (file.status == FileBuild::Status::missing) {
+    return path + " is missing from the submission, so Part " +
+           std::to_string(planned.part->number) + " cannot be graded.";
+  }
+  if (file.status == FileBuild::Status::failed) {
+    return path + " does not compile, so its parts cannot be graded. The first errors:\n" +
+           file.message;
+  }
+  if (audit != nullptr && !defines_function(*audit, planned.test.function, planned.test.type)) {
+    const std::string& type = planned.test.type;
+    return path + " does not define dtk::" + planned.test.function +
+           (type.empty() ? "" : "<" + type + ">") +
+           " (keep the explicit instantiations at the end of the file).";
+  }
+  return "";
+}
+
+// Runs the tests by rank count, the groups side by side: their launches mostly wait, so on
+// two cores this is faster than one group after the other.
+std::map<std::string, TestRun> run_groups(const Launcher& launcher,
+                                          const std::vector<TestCase>& tests) {
+  std::map<int, std::vector<TestCase>> groups;
+  for (const TestCase& test : tests) groups[test.ranks()].push_back(test);
+  std::vector<std::future<std::map<std::string, TestRun>>> runs;
+  for (const auto& [ranks, group] : groups) {
+    runs.push_back(std::async(std::launch::async, [&, ranks = ranks, group = group] {
+      return run_tests(launcher, group, ranks);
+    }));
+  }
+  std::map<std::string, TestRun> results;
+  for (auto& run : runs) results.merge(run.get());
+  return results;
+}
+
+}  // namespace
+
+Report grade_submission(const Grading& grading, std::ostream& log) {
+  const auto start = std::chrono::steady_clock::now();
+  const Manifest& manifest = grading.manifest;
+  const Toolchain& toolchain = grading.toolchain;
+  std::string summary = "Seed " + std::to_string(grading.seed) +
+                        " (to grade again with the same inputs: --seed " +
+                        std::to_string(grading.seed) + ").\n";
+  const std::vector<Planned> plan = plan_tests(manifest, grading.options.public_only, summary);
+  std::vector<TestCase> all_tests;
+  for (const Planned& planned : plan) all_tests.push_back(planned.test);
+
+  const std::string scratch = make_scratch();
+  const std::string home = scratch + "/sandbox", work = home + "/work";
+  const Limits limits{manifest.address_space_mb, manifest.file_size_mb, manifest.processes,
+                      static_cast<std::size_t>(manifest.output_kb) << 10};
+  auto sandbox = std::make_unique<Sandbox>(limits, home);
+  const std::vector<std::string> hidden = hidden_paths(toolchain, scratch);
+  if (!sandbox->user().enabled) {
+    summary += "Note: not run as root, so the submission ran as the grader's own user.\n";
+  } else if (!sandbox->hides_paths()) {
+    log << "Note: no mount namespaces here, so the kit's files are not hidden from the "
+           "submission: keep them unreadable to others (chmod 700 the checkout)."
+        << std::endl;
+  }
+
+  // The reference runs, as the grader, while the submission compiles: one launch on as many
+  // ranks as the largest test (smaller tests use the first ranks).
+  Launcher reference;
+  reference.sandbox = sandbox.get();
+  reference.sandboxed = false;
+  reference.runner = toolchain.runner;
+  reference.runs_dir = scratch + "/private/reference";
+  reference.configs_dir = toolchain.configs_dir;
+  reference.seed = grading.seed;
+  reference.test_seconds = 60;
+  reference.group_seconds = 300;
+  int max_ranks = 1;
+  for (const TestCase& test : all_tests) max_ranks = std::max(max_ranks, test.ranks());
+  auto expected_future =
+      std::async(std::launch::async, [&] { return run_tests(reference, all_tests, max_ranks); });
+
+  log << "Compiling the submission..." << std::endl;
+  const Submission submission =
+      read_submission(grading.options.submission, toolchain.student_files);
+  for (const std::string& problem : submission.problems)
+    summary += "Submission: " + problem + ".\n";
+  const StudentBuild build =
+      build_submission(toolchain, submission, *sandbox, scratch, hidden, manifest.compile_seconds);
+  std::map<std::string, const FileBuild*> file_builds;
+  for (const FileBuild& file : build.files) {
+    file_builds[file.file] = &file;
+    summary += file.file + ": " + build_status(file) + ".\n";
+  }
+  const std::map<std::string, Audit> audits = audit_files(manifest, build, *sandbox, work, hidden);
+
+  std::map<std::string, std::string> blocked;  // test id -> why it cannot run
+  std::vector<TestCase> runnable;
+  for (const Planned& planned : plan) {
+    const auto audit = audits.find(planned.part->file);
+    const std::string why = cannot_run(planned, *file_builds.at(planned.part->file),
+                                       audit == audits.end() ? nullptr : &audit->second);
+    if (why.empty()) {
+      runnable.push_back(planned.test);
+    } else {
+      blocked[planned.test.id()] = why;
+    }
+  }
+  fs::copy(toolchain.configs_dir, scratch + "/read-only/configs", fs::copy_options::recursive);
+  fs::create_directories(work + "/runs");
+  sandbox->hand_over(work + "/runs");
+  Launcher student;
+  student.sandbox = sandbox.get();
+  student.runner = build.runner;
+  student.runs_dir = work + "/runs";
+  student.configs_dir = scratch + "/read-only/configs";
+  student.seed = grading.seed;
+  student.test_seconds = manifest.test_seconds;
+  student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
+  student.hidden_paths = hidden;
+  log << "Running " << runnable.size() << " tests..." << std::endl;
+  const std::map<std::string, TestRun> actual = run_groups(student, runnable);
+  const std::map<std::string, TestRun> expected = expected_future.get();
+  sandbox.reset();  // ends whatever the submission left running
+
+  // Judge every test; a forbidden call found by the audit or at run time costs its part.
+  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
+  std::map<int, std::set<std::string>> forbidden;
+  std::vector<JudgedTest> judged;
+  for (const Planned& planned : plan) {
+    const TestRun& reference_run = expected.at(planned.test.id());
+    JudgedTest test{planned.part, planned.test, planned.number, configuration(reference_run), {}};
+    const auto why = blocked.find(planned.test.id());
+    if (why != blocked.end()) {
+      test.verdict.output = why->second;
+    } else {
+      test.verdict = judge(reference_run, actual.at(planned.test.id()), tolerances);
+    }
+    for (const std::string& call : test.verdict.forbidden)
+      forbidden[planned.part->number].insert(call);
+    judged.push_back(test);
+  }
+  for (const Part& part : manifest.parts) {
+    const auto audit = audits.find(part.file);
+    if (audit == audits.end()) continue;
+    for (const std::string& function : part.functions) {
+      const auto calls = audit->second.forbidden.find(function);
+      if (calls == audit->second.forbidden.end()) continue;
+      for (const std::string& call : calls->second) {
+        forbidden[part.number].insert(call + " (in the code of dtk::" + function + ")");
+      }
+    }
+  }
+  for (const auto& [part, calls] : forbidden) summary += forbidden_text(part, calls);
+
+  Report report;
+  report.visibility = manifest.visibility;
+  report.output = summary;
+  score(manifest, judged, forbidden, report);
+  if (grading.options.keep_scratch) {
+    log << "Scratch directory kept: " << scratch << std::endl;
+  } else {
+    std::error_code error;
+    fs::remove_all(scratch, error);
+  }
+  report.execution_time =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace dtk::grade

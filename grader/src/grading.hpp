@@ -1,0 +1,25 @@
+// The steps of grading one submission, from the files to the report.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include "cli.hpp"
+#include "manifest.hpp"
+#include "report.hpp"
+#include "toolchain.hpp"
+
+namespace dtk::grade {
+
+struct Grading {
+  Options options;
+  Toolchain toolchain;
+  Manifest manifest;
+  std::uint64_t seed = 0;
+};
+
+// Grades options.submission. Progress goes to `log`. Throws std::runtime_error only when the
+// grader itself cannot work (no scratch space, the reference does not link, ...).
+Report grade_submission(const Grading& grading, std::ostream& log);
+
+}  // namespace dtk::grade

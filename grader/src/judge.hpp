@@ -1,0 +1,27 @@
+// Judging one test: the student's outputs against the reference's, with tolerances. Only
+// results are compared, never how they were computed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "test_runs.hpp"
+
+namespace dtk::grade {
+
+struct Tolerances {
+  double float_rtol, double_rtol, real_rtol;
+};
+
+struct Verdict {
+  bool passed = false;
+  std::string output;                  // what failed and why (empty when passed)
+  std::vector<std::string> forbidden;  // forbidden MPI calls seen at run time
+};
+
+Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances);
+
+// The reference's description of the test's configuration ("batch 3, slice width 2").
+std::string configuration(const TestRun& expected);
+
+}  // namespace dtk::grade

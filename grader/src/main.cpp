@@ -1,0 +1,77 @@
+// dtk-grade: grades one submission of the dtk assignment. See cli.cpp for the usage and
+// README.md (Grading) for what it checks and how.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "cli.hpp"
+#include "grading.hpp"
+
+namespace {
+
+using namespace dtk::grade;
+
+// Every part's file must be a student file: a typo there would silently grade nothing.
+void check_parts(const Manifest& manifest, const Toolchain& toolchain, const std::string& path) {
+  for (const Part& part : manifest.parts) {
+    bool known = false;
+    for (const std::string& file : toolchain.student_files) known |= file == part.file;
+    if (!known) {
+      throw ManifestError(path + ": part " + std::to_string(part.number) + "'s file \"" +
+                          part.file + "\" is not a student file");
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  std::optional<Options> options;
+  try {
+    options = parse_command_line(argc, argv);
+    if (!options) return 0;
+    if (!std::filesystem::exists(options->submission)) {
+      throw UsageError("no such file or directory: " + options->submission);
+    }
+  } catch (const UsageError& error) {
+    std::cerr << "dtk-grade: " << error.what() << "\n"
+              << "usage: dtk-grade SUBMISSION [options]   (dtk-grade --help lists them)\n";
+    return 2;
+  }
+
+  Grading grading;
+  grading.options = *options;
+  try {
+    grading.toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
+    const std::string manifest =
+        options->manifest.empty() ? grading.toolchain.manifest : options->manifest;
+    grading.manifest = load_manifest(manifest);
+    check_parts(grading.manifest, grading.toolchain, manifest);
+  } catch (const std::exception& error) {
+    std::cerr << "dtk-grade: " << error.what() << "\n";
+    return 1;
+  }
+  grading.seed = options->seed.value_or(std::random_device{}() % 1000000000);
+
+  std::cout << "dtk-grade: grading " << options->submission << " (seed " << grading.seed << ")\n";
+  try {
+    const Report report = grade_submission(grading, std::cout);
+    write_results_json(report, options->results);
+    std::cout << "\n" << report.output << "\n";
+    for (const TestResult& test : report.tests) {
+      if (test.score < test.max_score) std::cout << "FAILED " << test.name << "\n";
+    }
+    std::cout << "\n";
+    print_table(report, std::cout);
+    std::cout << "Results: " << options->results << "\n";
+    if (options->autolab) std::cout << autolab_line(report) << std::endl;
+  } catch (const std::exception& error) {
+    std::cerr << "dtk-grade: grading failed: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

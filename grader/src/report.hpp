@@ -1,0 +1,44 @@
+// The grading's results: Gradescope's results.json, a table for the terminal, Autolab's line.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dtk::grade {
+
+struct TestResult {
+  std::string name;    // "Part 3 | naive_collect_forward_input (mp=4 dp=2 float)"
+  std::string number;  // "3.4"
+  double score = 0, max_score = 0;
+  std::string output;  // what failed and why
+};
+
+struct PartResult {
+  int number = 0;
+  std::string title;
+  double score = 0, max_score = 0;
+  int passed = 0, total = 0;
+};
+
+struct Report {
+  std::vector<TestResult> tests;
+  std::vector<PartResult> parts;
+  std::string output;  // the summary shown above the tests
+  std::string visibility;
+  double execution_time = 0;
+
+  double score() const;
+  double max_score() const;
+};
+
+// Gradescope's format (score, execution_time, output, visibility, tests[]). Throws
+// std::runtime_error when the file cannot be written.
+void write_results_json(const Report& report, const std::string& path);
+
+void print_table(const Report& report, std::ostream& out);
+
+// Autolab reads the last line of the output: {"scores": {"Part 1": 10, ...}, "scoreboard": [...]}.
+std::string autolab_line(const Report& report);
+
+}  // namespace dtk::grade

@@ -1,0 +1,354 @@
+#include "sandbox.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace dtk::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSandboxUser = "dtk-sandbox";
+
+// Every process id in /proc whose field matches, as read by `field_of`.
+template <class FieldOf>
+std::vector<pid_t> processes_where(FieldOf field_of) {
+  std::vector<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (*end == '\0' && pid > 0 && field_of(static_cast<pid_t>(pid))) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+struct ProcessState {
+  char state = 0;  // 'Z' for a zombie
+  pid_t parent = -1;
+  pid_t session = -1;
+};
+
+// Fields 3, 4 and 6 of /proc/PID/stat.
+ProcessState state_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t paren = text.rfind(')');  // the command name may hold spaces and ')'
+  ProcessState state;
+  long ppid = 0, pgrp = 0, session = -1;
+  if (paren != std::string::npos && std::sscanf(text.c_str() + paren + 1, " %c %ld %ld %ld",
+                                                &state.state, &ppid, &pgrp, &session) == 4) {
+    state.parent = static_cast<pid_t>(ppid);
+    state.session = static_cast<pid_t>(session);
+  }
+  return state;
+}
+
+uid_t owner_of(pid_t pid) {
+  struct stat info {};
+  return stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 ? info.st_uid : 0;
+}
+
+// Kills the processes `select` picks until none is left (they may fork while we look), and
+// reaps the zombies among them: dtk-grade is a child subreaper, so orphans of its commands
+// become its children instead of init's.
+template <class Select, class Kill>
+void kill_all(Select select, Kill kill_them) {
+  for (int round = 0; round < 100; ++round) {
+    std::vector<pid_t> alive;
+    for (pid_t pid : processes_where(select)) {
+      if (state_of(pid).state == 'Z') {
+        waitpid(pid, nullptr, WNOHANG);
+      } else {
+        alive.push_back(pid);
+      }
+    }
+    if (alive.empty()) return;
+    kill_them(alive);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void kill_each(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) kill(pid, SIGKILL);
+}
+
+void kill_session(pid_t session) {
+  kill(-session, SIGKILL);
+  kill_all([&](pid_t pid) { return state_of(pid).session == session; }, kill_each);
+}
+
+void set_limit(int resource, rlim_t value) {
+  const rlimit limit{value, value};
+  setrlimit(resource, &limit);
+}
+
+// Runs `body` in a child process and returns whether it exited with 0.
+template <class Body>
+bool in_child(Body body) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(body() ? 0 : 1);
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
+bool private_mounts() {
+  return unshare(CLONE_NEWNS) == 0 &&
+         mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+}
+
+SandboxUser find_or_create_user() {
+  SandboxUser user;
+  if (geteuid() != 0) return user;
+  if (getpwnam(kSandboxUser) == nullptr) {
+    in_child([] {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      execlp("useradd", "useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+             "--shell", "/usr/sbin/nologin", "--user-group", kSandboxUser, nullptr);
+      return false;
+    });
+  }
+  const passwd* entry = getpwnam(kSandboxUser);
+  user.dedicated = entry != nullptr;
+  if (entry == nullptr) entry = getpwnam("nobody");
+  if (entry == nullptr) return user;
+  user.enabled = true;
+  user.uid = entry->pw_uid;
+  user.gid = entry->pw_gid;
+  user.name = entry->pw_name;
+  return user;
+}
+
+// Appends to `head` until it holds `half` bytes, then keeps the last `half` bytes in `tail`.
+void capture(const char* data, std::size_t n, std::size_t half, std::string& head,
+             std::string& tail) {
+  const std::size_t to_head = std::min(n, half - std::min(half, head.size()));
+  head.append(data, to_head);
+  tail.append(data + to_head, n - to_head);
+  if (tail.size() > 2 * half) tail.erase(0, tail.size() - half);
+}
+
+}  // namespace
+
+std::string Outcome::describe() const {
+  if (timed_out) return "timed out after " + std::to_string(static_cast<int>(seconds + 0.5)) + " s";
+  if (stopped_when_done) return "stopped: its work was done but it did not exit";
+  if (signal != 0)
+    return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  return "exit status " + std::to_string(exit_code);
+}
+
+Sandbox::Sandbox(const Limits& limits, const std::string& home) : limits_(limits) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our commands come back to us, to be reaped
+  user_ = find_or_create_user();
+  user_.home = home;
+  if (user_.dedicated) {
+    lock_fd_ = open("/run/dtk-grade.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      std::fprintf(stderr, "dtk-grade: waiting for another grading to finish...\n");
+      flock(lock_fd_, LOCK_EX);
+    }
+  }
+  if (user_.enabled) {
+    mount_namespaces_ = in_child(private_mounts);
+    hand_over(home);
+    sweep();  // a clean start: nothing of an earlier grading counts against the limits
+  }
+}
+
+Sandbox::~Sandbox() {
+  sweep();
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+void Sandbox::hand_over(const std::string& path) const {
+  if (!user_.enabled) return;
+  std::error_code error;
+  if (lchown(path.c_str(), user_.uid, user_.gid) != 0) return;
+  if (!fs::is_directory(path, error)) return;
+  for (const auto& entry : fs::recursive_directory_iterator(path, error)) {
+    if (lchown(entry.path().c_str(), user_.uid, user_.gid) != 0) break;
+  }
+}
+
+void Sandbox::sweep() const {
+  // Whatever left its session (setsid, a daemon) was orphaned and so became our child: we are
+  // a subreaper. Between gradings, dtk-grade has no children of its own.
+  const pid_t self = getpid();
+  kill_all([&](pid_t pid) { return state_of(pid).parent == self; }, kill_each);
+  if (!user_.enabled || !user_.dedicated) return;
+  const uid_t uid = user_.uid;
+  // kill(-1) from a process of that uid reaches exactly that uid's processes.
+  kill_all([&](pid_t pid) { return owner_of(pid) == uid; },
+           [&](const std::vector<pid_t>&) {
+             in_child([&] { return setresuid(uid, uid, uid) == 0 && kill(-1, SIGKILL) == 0; });
+           });
+  for (const char* dir : {"/tmp", "/var/tmp", "/dev/shm"}) {
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(dir, error)) {
+      struct stat info {};
+      if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == uid)
+        fs::remove_all(entry.path(), error);
+    }
+  }
+}
+
+std::vector<std::string> Sandbox::environment(const Command& command) const {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+  if (command.sandboxed) {
+    env.push_back("HOME=" + user_.home);
+    env.push_back("TMPDIR=" + user_.home);
+  }
+  for (const std::string& var : command.env) {  // the command's own settings win
+    const std::string name = var.substr(0, var.find('=') + 1);
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string& e) { return e.rfind(name, 0) == 0; }),
+              env.end());
+    env.push_back(var);
+  }
+  return env;
+}
+
+void Sandbox::become_command(const Command& command, char* const argv[], char* const envp[],
+                             int output_fd) const {
+  setsid();
+  const int null = open("/dev/null", O_RDONLY);
+  dup2(null, 0);
+  dup2(output_fd, 1);
+  dup2(output_fd, 2);
+  if (command.sandboxed) {
+    if (user_.enabled && mount_namespaces_ && private_mounts()) {
+      for (const std::string& path : command.hidden_paths) {
+        mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=4k,mode=0555");
+      }
+      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777");
+    }
+    const int address_space =
+        command.address_space_mb ? command.address_space_mb : limits_.address_space_mb;
+    set_limit(RLIMIT_AS, static_cast<rlim_t>(address_space) << 20);
+    set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(limits_.file_size_mb) << 20);
+    set_limit(RLIMIT_NPROC, limits_.processes);
+    set_limit(RLIMIT_CORE, 0);
+    set_limit(RLIMIT_CPU, static_cast<rlim_t>(2 * command.timeout_seconds + 10));
+    if (user_.enabled &&
+        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
+         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
+      std::perror("dtk-grade: cannot become the sandbox user");
+      _exit(126);
+    }
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // after setresuid, which clears it
+  if (!command.cwd.empty() && chdir(command.cwd.c_str()) != 0) {
+    std::perror(("dtk-grade: cannot enter " + command.cwd).c_str());
+    _exit(126);
+  }
+  execvpe(argv[0], argv, envp);
+  std::perror(("dtk-grade: cannot run " + command.argv[0]).c_str());
+  _exit(127);
+}
+
+Outcome Sandbox::run(const Command& command) const {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::string> env = environment(command);
+  std::vector<char*> argv, envp;  // prepared before fork: the child only makes system calls
+  for (const std::string& arg : command.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& var : env) envp.push_back(const_cast<char*>(var.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot fork");
+  if (pid == 0) become_command(command, argv.data(), envp.data(), pipe_fds[1]);
+  close(pipe_fds[1]);
+
+  // Read its output until it exits (and a moment more), its work is done, or time is up.
+  Outcome outcome;
+  std::string head, tail;
+  const std::size_t half = (command.output_bytes ? command.output_bytes : limits_.output_bytes) / 2;
+  const auto deadline =
+      start + std::chrono::milliseconds(static_cast<long>(command.timeout_seconds * 1000));
+  auto stop_at = deadline;
+  auto next_done_check = start;
+  bool exited = false, open_pipe = true, done = false;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < stop_at) {
+    const auto now = std::chrono::steady_clock::now();
+    if (command.done && !done && now >= next_done_check) {
+      next_done_check = now + std::chrono::milliseconds(100);
+      done = command.done();
+      if (done) stop_at = std::min(deadline, now + std::chrono::milliseconds(50));
+    }
+    if (open_pipe) {
+      pollfd fd{pipe_fds[0], POLLIN, 0};
+      if (poll(&fd, 1, 50) > 0) {
+        char buffer[65536];
+        const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+        if (n <= 0) {
+          open_pipe = false;
+        } else {
+          outcome.output_size += n;
+          capture(buffer, n, half, head, tail);
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;  // its last words may still be in the pipe: a short grace to read them
+      stop_at =
+          std::min(stop_at, std::chrono::steady_clock::now() + std::chrono::milliseconds(300));
+    }
+    if (exited && !open_pipe) break;
+  }
+  kill_session(pid);  // on a timeout, and whatever it left running in its session
+  if (!exited) {
+    waitpid(pid, &status, 0);
+    outcome.timed_out = !done;
+    outcome.stopped_when_done = done;
+  }
+  close(pipe_fds[0]);
+
+  if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.output = head;
+  if (tail.size() > half) tail.erase(0, tail.size() - half);
+  if (outcome.output_size > head.size() + tail.size()) {
+    outcome.output += "\n[... " + std::to_string(outcome.output_size - head.size() - tail.size()) +
+                      " bytes of output left out ...]\n";
+  }
+  outcome.output += tail;
+  return outcome;
+}
+
+}  // namespace dtk::grade

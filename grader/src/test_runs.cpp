@@ -1,0 +1,149 @@
+#include "test_runs.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "files.hpp"
+
+namespace dtk::grade {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kMaxRankFile = 32 << 20;
+constexpr std::size_t kLogLines = 15;
+
+std::string last_lines(const std::string& text, std::size_t count) {
+  std::size_t at = text.size();
+  for (std::size_t n = 0; n <= count && at != std::string::npos && at > 0; ++n) {
+    at = text.rfind('\n', at - 1);
+  }
+  return at == std::string::npos || at == 0 ? text : text.substr(at + 1);
+}
+
+std::vector<std::string> mpirun_command(const Launcher& launcher, const std::string& out_dir,
+                                        const std::vector<TestCase>& tests, int ranks) {
+  std::vector<std::string> argv = {"mpirun", "--oversubscribe", "-n", std::to_string(ranks)};
+  const bool as_root = geteuid() == 0 && !(launcher.sandboxed && launcher.sandbox->user().enabled);
+  if (as_root) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), {launcher.runner, "--seed", std::to_string(launcher.seed), "--out",
+                           out_dir, "--configs", launcher.configs_dir, "--work", out_dir,
+                           "--test-seconds", std::to_string(launcher.test_seconds)});
+  for (const TestCase& test : tests) argv.push_back(test.id());
+  return argv;
+}
+
+std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Outcome& outcome,
+                               const Launcher& launcher) {
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    const std::string rank = "rank " + std::to_string(r);
+    if (outputs[r].crash_signal != 0) {
+      return rank + " crashed during this test: signal " + std::to_string(outputs[r].crash_signal) +
+             " (" + strsignal(outputs[r].crash_signal) + "). The end of the output:\n" +
+             last_lines(outcome.output, kLogLines);
+    }
+    if (outputs[r].exited) {
+      return rank +
+             "'s process ended during this test (exit() was called): every rank must "
+             "return from the function";
+    }
+  }
+  for (const TestOutput& output : outputs) {
+    if (output.timed_out) {
+      return "did not finish within " + std::to_string(launcher.test_seconds) +
+             " s: probably a deadlock (some ranks wait in a collective the others never enter, "
+             "or call them in a different order) or an endless loop";
+    }
+  }
+  if (outcome.timed_out) {
+    return "did not finish: its group of tests ran out of its " +
+           std::to_string(launcher.group_seconds) +
+           " s (a deadlock, an endless loop or a sleep that ignores the watchdog)";
+  }
+  std::string text = "the test program stopped during this test (" + outcome.describe() +
+                     "): a crash, an abort or an exit. The end of its output:\n";
+  return text + last_lines(outcome.output, kLogLines);
+}
+
+}  // namespace
+
+std::map<std::string, TestRun> run_tests(const Launcher& launcher,
+                                         const std::vector<TestCase>& tests, int ranks) {
+  std::map<std::string, TestRun> runs;
+  std::vector<TestCase> remaining = tests;
+  for (int launch = 0; !remaining.empty(); ++launch) {
+    const std::string out_dir =
+        launcher.runs_dir + "/r" + std::to_string(ranks) + "-launch" + std::to_string(launch);
+    fs::create_directories(out_dir);
+    if (launcher.sandboxed) launcher.sandbox->hand_over(out_dir);
+    Command command;
+    command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
+    command.cwd = out_dir;
+    command.timeout_seconds = launcher.group_seconds;
+    command.sandboxed = launcher.sandboxed;
+    command.hidden_paths = launcher.hidden_paths;
+    command.env = {"OMPI_MCA_rmaps_base_oversubscribe=1",
+                   "OMPI_MCA_btl_vader_single_copy_mechanism=none", "OPENBLAS_NUM_THREADS=1",
+                   "OMP_NUM_THREADS=1"};
+    // A session directory per launch: launches run side by side.
+    command.env.insert(command.env.end(), {"HOME=" + out_dir, "TMPDIR=" + out_dir});
+    // Done when every rank has written the end of the last test, or one rank has died (its
+    // last words: "exited", "crashed" or the watchdog's "timeout"); mpirun takes seconds to
+    // notice a death by itself.
+    const std::string last_end = "end " + remaining.back().id() + "\n";
+    command.done = [&, ranks] {
+      bool all_ended = true;
+      for (int r = 0; r < ranks; ++r) {
+        const std::string path = out_dir + "/rank" + std::to_string(r) + ".out";
+        for (const char* death : {"\nexited\n", "\ncrashed ", "\ntimeout "}) {
+          if (file_tail_has(path, death)) return true;
+        }
+        all_ended &= file_ends_with(path, last_end);
+      }
+      return all_ended;
+    };
+    const Outcome outcome = launcher.sandbox->run(command);
+
+    std::vector<RankOutput> per_rank(ranks);
+    for (int r = 0; r < ranks; ++r) {
+      std::string text, problem;
+      if (read_regular_file(out_dir + "/rank" + std::to_string(r) + ".out", kMaxRankFile, text,
+                            problem)) {
+        per_rank[r] = parse_rank_output(text);
+      }
+    }
+    std::size_t done = 0;
+    for (; done < remaining.size(); ++done) {
+      const TestCase& test = remaining[done];
+      TestRun& run = runs[test.id()];
+      bool began = false;
+      run.finished = true;
+      for (int r = 0; r < test.ranks(); ++r) {
+        const auto found = per_rank[r].find(test.id());
+        began |= found != per_rank[r].end();
+        run.ranks.push_back(found == per_rank[r].end() ? TestOutput{} : found->second);
+        run.finished &= run.ranks.back().complete;
+      }
+      if (run.finished) continue;
+      run.problem = unfinished_problem(run.ranks, outcome, launcher);
+      if (!began && done == 0) {
+        // The program did not even start its first test: it would not start for any.
+        for (const TestCase& rest : remaining) {
+          runs[rest.id()].problem = "the test program did not start (" + outcome.describe() +
+                                    "). The end of its output:\n" +
+                                    last_lines(outcome.output, kLogLines);
+        }
+        return runs;
+      }
+      ++done;
+      break;
+    }
+    remaining.erase(remaining.begin(), remaining.begin() + done);
+  }
+  return runs;
+}
+
+}  // namespace dtk::grade
