@@ -1,1 +1,35 @@
-# Self-tests: training (filled in by its issue).
+# Self-tests: training. The model code (starter/include/dtk/model), unified_train and the IDX
+# loader, all against the reference (dtk_solutions). Sources and scripts live in training/.
+
+# Catch2 programs on the MPI-aware harness, like the public tests.
+foreach(test exactness idx_loader)
+  add_executable(kit_training_${test} training/test_${test}.cpp)
+  target_link_libraries(kit_training_${test} PRIVATE dtk_test_harness dtk_solutions)
+  set_target_properties(kit_training_${test} PROPERTIES
+                        RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/kit)
+endforeach()
+
+# (mp, dp) in {(2,1), (1,2), (2,2)}, naive and Megatron, train to the weights of (1,1).
+dtk_add_mpi_test(NAME kit_training_exactness RANKS 4
+                 COMMAND $<TARGET_FILE:kit_training_exactness>)
+dtk_add_mpi_test(NAME kit_training_idx_loader RANKS 1
+                 COMMAND $<TARGET_FILE:kit_training_idx_loader>)
+
+# A short run on Fashion-MNIST learns, naive and Megatron.
+foreach(style naive megatron)
+  if(style STREQUAL "megatron")
+    set(flag --megatron-mp)
+  else()
+    set(flag "")
+  endif()
+  add_test(NAME kit_training_learns_${style}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_learns.sh $<TARGET_FILE:unified_train>
+                   "${flag}" ${MPIEXEC_EXECUTABLE} ${DTK_MPIRUN_FLAGS})
+  set_tests_properties(kit_training_learns_${style} PROPERTIES PROCESSORS 4)
+endforeach()
+
+# Bad command lines and missing data: one clear line, non-zero exit.
+add_test(NAME kit_training_cli_errors
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_cli_errors.sh
+                 $<TARGET_FILE:unified_train> ${MPIEXEC_EXECUTABLE} ${DTK_MPIRUN_FLAGS})
+set_tests_properties(kit_training_cli_errors PROPERTIES PROCESSORS 4)

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include <xtensor/xview.hpp>
 
@@ -22,8 +24,8 @@ Matrix random_normal(std::size_t rows, std::size_t cols, float scale, std::mt199
 
 }  // namespace
 
-FCLayer::FCLayer(const Communicator& comm, const Parallelism& parallelism, bool is_fc1,
-                 int in_dim, int out_dim, std::uint32_t seed)
+FCLayer::FCLayer(const Communicator& comm, const Parallelism& parallelism, bool is_fc1, int in_dim,
+                 int out_dim, std::uint32_t seed)
     : is_fc1_(is_fc1),
       parallelism_(parallelism),
       info_(get_info(comm, comm.Get_rank(), parallelism.mp_size, parallelism.dp_size, is_fc1,
@@ -35,7 +37,17 @@ FCLayer::FCLayer(const Communicator& comm, const Parallelism& parallelism, bool 
 
   // This rank's slice: rows of W for Megatron's fc2, columns of W and b otherwise.
   const bool split_by_rows = parallelism.megatron && !is_fc1;
-  const std::size_t rows = info_.part_in_dim, cols = info_.part_out_dim;
+  const int mp_size = parallelism.mp_size, rows = info_.part_in_dim, cols = info_.part_out_dim;
+  const bool tiles_w = split_by_rows ? rows * mp_size == in_dim && cols == out_dim
+                                     : rows == in_dim && cols * mp_size == out_dim;
+  if (!tiles_w || info_.mp_idx < 0 || info_.mp_idx >= mp_size) {
+    throw std::runtime_error(
+        "get_info returned mp_idx " + std::to_string(info_.mp_idx) + ", part_in_dim " +
+        std::to_string(rows) + ", part_out_dim " + std::to_string(cols) + " for " +
+        (is_fc1 ? "fc1 (" : "fc2 (") + std::to_string(in_dim) + " -> " + std::to_string(out_dim) +
+        ", mp_size " + std::to_string(mp_size) +
+        (parallelism.megatron ? ", Megatron)" : ", naive)") + ": these slices do not tile W");
+  }
   const std::size_t first_row = split_by_rows ? info_.mp_idx * rows : 0;
   const std::size_t first_col = split_by_rows ? 0 : info_.mp_idx * cols;
   weight_ = xt::view(full_weight, xt::range(first_row, first_row + rows),
@@ -169,8 +181,7 @@ void FCLayer::backward_megatron_fc2(const Matrix& output_grad) {
   const std::size_t batch = output_grad.shape(0);
   collected_output_grad_ =
       megatron_collect_backward_output(output_grad, info_.mp_idx, parallelism_.mp_size);
-  expect_shape(collected_output_grad_, batch, weight_.shape(1),
-               "megatron_collect_backward_output");
+  expect_shape(collected_output_grad_, batch, weight_.shape(1), "megatron_collect_backward_output");
   compute_weight_grads(collected_output_grad_);
 
   ensure_shape(local_input_grad_, batch, weight_.shape(0));
@@ -185,7 +196,8 @@ void FCLayer::backward_megatron_fc2(const Matrix& output_grad) {
 // ------------------------------------ update --------------------------------------------------
 
 void FCLayer::update(float lr) {
-  const auto [grad_weight, grad_bias] = collect_weight_grad(grad_weight_, grad_bias_, info_.dp_comm);
+  const auto [grad_weight, grad_bias] =
+      collect_weight_grad(grad_weight_, grad_bias_, info_.dp_comm);
   sgd_step(weight_, grad_weight, lr, "collect_weight_grad (grad_w)");
   sgd_step(bias_, grad_bias, lr, "collect_weight_grad (grad_b)");
 }

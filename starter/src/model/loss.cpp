@@ -19,8 +19,7 @@ BatchStats SoftmaxCrossEntropy::forward(const Matrix& logits, const Labels& labe
   const std::size_t batch = logits.shape(0), classes = logits.shape(1);
   if (labels.size() != batch) {
     throw std::invalid_argument("SoftmaxCrossEntropy: " + std::to_string(batch) +
-                                " rows of logits but " + std::to_string(labels.size()) +
-                                " labels");
+                                " rows of logits but " + std::to_string(labels.size()) + " labels");
   }
   ensure_shape(probabilities_, batch, classes);
   labels_ = &labels;

@@ -11,7 +11,7 @@ MLP::MLP(const Communicator& comm, const Parallelism& parallelism, std::uint32_t
 BatchStats MLP::forward(const Matrix& x, const Labels& labels) {
   const Matrix& hidden = relu_.forward(fc1_.forward(x));
   const Matrix& logits = fc2_.forward(hidden);
-  // Every data-parallel group holds an equal part of the global batch.
+  // Every replica holds an equal part of the global batch.
   return loss_.forward(logits, labels, x.shape(0) * parallelism_.dp_size);
 }
 

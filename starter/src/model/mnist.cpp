@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <thread>
 
 namespace dtk {
@@ -15,33 +16,43 @@ std::string find_file(const std::string& dir, const std::string& name) {
   return std::ifstream(gzipped).good() ? gzipped : dir + "/" + name;
 }
 
-ImageSet read_split(const std::string& dir, const std::string& prefix, int num_classes) {
+ImageSet read_split(const std::string& dir, const std::string& prefix, int num_classes,
+                    bool in_background) {
   const std::string images_path = find_file(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = find_file(dir, prefix + "-labels-idx1-ubyte");
-  IdxArray images = read_idx(images_path);
+  IdxReader images(images_path);
   IdxArray labels = read_idx(labels_path);
-  if (images.shape.size() != 3) {
+  if (images.shape().size() != 3) {
     throw DataError(images_path + ": expected 3 dimensions (images, rows, columns), found " +
-                    std::to_string(images.shape.size()));
+                    std::to_string(images.shape().size()));
   }
   if (labels.shape.size() != 1) {
     throw DataError(labels_path + ": expected 1 dimension (labels), found " +
                     std::to_string(labels.shape.size()));
   }
-  if (labels.shape[0] != images.shape[0]) {
-    throw DataError(labels_path + ": holds " + std::to_string(labels.shape[0]) +
-                    " labels but " + images_path + " holds " + std::to_string(images.shape[0]) +
-                    " images");
+  const std::size_t count = images.shape()[0], pixels = images.shape()[1] * images.shape()[2];
+  if (labels.shape[0] != count) {
+    throw DataError(labels_path + ": holds " + std::to_string(labels.shape[0]) + " labels but " +
+                    images_path + " holds " + std::to_string(count) + " images");
   }
-  for (std::size_t i = 0; i < labels.values.size(); ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     if (labels.values[i] >= num_classes) {
-      throw DataError(labels_path + ": label " + std::to_string(labels.values[i]) + " at " +
-                      std::to_string(i) + " is not below the " + std::to_string(num_classes) +
-                      " classes of the model");
+      throw DataError(labels_path + ": label " + std::to_string(labels.values[i]) + " (image " +
+                      std::to_string(i) + ") is not one of the model's " +
+                      std::to_string(num_classes) + " classes");
     }
   }
-  return ImageSet{images.shape[0], images.shape[1] * images.shape[2], std::move(images.values),
-                  std::move(labels.values)};
+
+  ImageSet set{count, pixels, std::vector<std::uint8_t>(images.size()), std::move(labels.values),
+               nullptr};
+  if (in_background) {
+    set.reading =
+        std::make_unique<BackgroundRead>(std::move(images), set.images.data(), count, pixels);
+  } else {
+    images.read(set.images.data(), set.images.size());
+    images.expect_end();
+  }
+  return set;
 }
 
 // A barrier that sleeps instead of spinning. MPI waits by polling, which would take the CPU
@@ -82,11 +93,49 @@ void broadcast(ImageSet& set, MPI_Comm comm) {
 
 }  // namespace
 
-Mnist load_mnist(const std::string& dir, int num_classes) {
-  return Mnist{read_split(dir, "train", num_classes), read_split(dir, "t10k", num_classes)};
+BackgroundRead::BackgroundRead(IdxReader reader, std::uint8_t* images, std::size_t count,
+                               std::size_t pixels)
+    : count_(count), thread_(&BackgroundRead::run, this, std::move(reader), images, pixels) {}
+
+BackgroundRead::~BackgroundRead() { thread_.join(); }
+
+void BackgroundRead::run(IdxReader reader, std::uint8_t* images, std::size_t pixels) {
+  constexpr std::size_t kImagesPerStep = 512;  // about 400 KB of Fashion-MNIST
+  try {
+    for (std::size_t done = 0; done < count_;) {
+      const std::size_t n = std::min(kImagesPerStep, count_ - done);
+      reader.read(images + done * pixels, n * pixels);
+      done += n;
+      std::lock_guard<std::mutex> lock(mutex_);
+      ready_ = done;
+      progress_.notify_all();
+    }
+    reader.expect_end();
+  } catch (...) {  // a DataError, for a corrupt file: the trainer rethrows it
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  finished_ = true;
+  progress_.notify_all();
+}
+
+void BackgroundRead::wait_for(std::size_t rows) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  progress_.wait(lock, [&] { return finished_ || (ready_ >= rows && rows < count_); });
+  if (error_) std::rethrow_exception(error_);
+}
+
+Mnist load_mnist(const std::string& dir, int num_classes, bool train_in_background) {
+  // Decompressing is most of the start-up time: read the test split on a second thread.
+  std::future<ImageSet> test =
+      std::async(std::launch::async, read_split, dir, "t10k", num_classes, false);
+  ImageSet train = read_split(dir, "train", num_classes, train_in_background);
+  return Mnist{std::move(train), test.get()};
 }
 
 Mnist load_mnist_on_rank0(const Communicator& comm, const std::string& dir, int num_classes) {
+  if (comm.Get_size() == 1) return load_mnist(dir, num_classes, /*train_in_background=*/true);
   Mnist data;
   std::string error;  // empty: rank 0 read the data set
   if (comm.Get_rank() == 0) {

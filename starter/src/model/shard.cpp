@@ -1,5 +1,6 @@
 #include "dtk/model/shard.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@ Shard::Shard(const ImageSet& set, std::vector<std::size_t> rows)
     : set_(&set), rows_(std::move(rows)) {}
 
 void Shard::batch(std::size_t first, std::size_t count, Matrix& x, Labels& labels) const {
+  set_->wait_for(*std::max_element(rows_.begin() + first, rows_.begin() + first + count) + 1);
   const std::size_t pixels = set_->pixels;
   ensure_shape(x, count, pixels);
   if (labels.size() != count) labels.resize({count});
@@ -25,7 +27,8 @@ void Shard::batch(std::size_t first, std::size_t count, Matrix& x, Labels& label
 }
 
 Shard training_shard(const ImageSet& train, const Parallelism& parallelism, int rank) {
-  // Row numbers as a (count, 1) "image" set (double holds them exactly), labels as given.
+  // split_train needs only to know how many rows there are: hand it the row numbers, as a
+  // (count, 1) matrix (a double holds them exactly), and get back this rank's row numbers.
   xt::xtensor<double, 2> row_numbers({train.count, 1});
   std::iota(row_numbers.begin(), row_numbers.end(), 0.0);
   xt::xtensor<std::int32_t, 1> labels = xt::empty<std::int32_t>({train.count});

@@ -17,9 +17,9 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Sums each group's totals over all ranks. The ranks of a model-parallel group compute the same
-// loss on the same images, so every group is counted mp_size times: divide that out.
-BatchStats over_all_groups(const BatchStats& mine, Communicator& world, int mp_size) {
+// Sums each replica's totals over all ranks. The ranks of a replica compute the same
+// loss on the same images, so every replica is counted mp_size times: divide that out.
+BatchStats over_all_replicas(const BatchStats& mine, Communicator& world, int mp_size) {
   xt::xtensor<double, 1> local = {mine.loss_sum, double(mine.correct), double(mine.count)};
   xt::xtensor<double, 1> total = xt::zeros<double>({3});
   world.Allreduce(local, total, MPI_SUM);
@@ -28,15 +28,16 @@ BatchStats over_all_groups(const BatchStats& mine, Communicator& world, int mp_s
 }
 
 // Every rank must take the same number of steps, or some would wait forever in a collective.
-void check_same_everywhere(long steps, const Communicator& world) {
+void check_steps(long steps, const Communicator& world) {
   long fewest = steps, most = steps;
   MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_LONG, MPI_MIN, world.handle());
   MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_LONG, MPI_MAX, world.handle());
   if (fewest != most) {
-    throw std::runtime_error("the data-parallel groups got different numbers of training images "
-                             "(from split_train): between " + std::to_string(fewest) + " and " +
-                             std::to_string(most) + " steps per epoch");
+    throw std::runtime_error(
+        "split_train gave the replicas different numbers of images: " + std::to_string(fewest) +
+        " to " + std::to_string(most) + " steps per epoch");
   }
+  if (most == 0) throw std::runtime_error("split_train gave the ranks no training images");
 }
 
 // "epoch 1/1 [######--------------]  30%  step  141/468  loss 0.5123  acc 0.8125  lr 0.0900
@@ -63,7 +64,7 @@ TrainReport train(MLP& model, const Shard& data, const TrainOptions& options,
   const int mp_size = model.parallelism().mp_size;
   const std::size_t local_batch = options.batch_size / model.parallelism().dp_size;
   const long steps_per_epoch = (data.size() + local_batch - 1) / local_batch;
-  check_same_everywhere(steps_per_epoch, world);
+  check_steps(steps_per_epoch, world);
   const long lines = std::max(options.progress_lines, 1);
   const long report_every = std::max(1L, steps_per_epoch / lines);
 
@@ -74,7 +75,7 @@ TrainReport train(MLP& model, const Shard& data, const TrainOptions& options,
   bool done = false;
   for (int epoch = 1; epoch <= options.epochs && !done; ++epoch) {
     report.last_epoch = {};
-    BatchStats recent;  // this group's totals since the last report
+    BatchStats recent;  // this replica's totals since the last report
     for (long step = 1; step <= steps_per_epoch && !done; ++step) {
       const std::size_t first = (step - 1) * local_batch;
       data.batch(first, std::min(local_batch, data.size() - first), x, labels);
@@ -84,7 +85,7 @@ TrainReport train(MLP& model, const Shard& data, const TrainOptions& options,
       done = report.steps == options.max_steps;
 
       if (step % report_every != 0 && step != steps_per_epoch && !done) continue;
-      const BatchStats total = over_all_groups(recent, world, mp_size);
+      const BatchStats total = over_all_replicas(recent, world, mp_size);
       recent = {};
       report.last_epoch += total;
       report.images += total.count;
@@ -109,7 +110,7 @@ double evaluate(MLP& model, const Shard& test, const Communicator& world_comm, i
     test.batch(first, std::min(local_batch, test.size() - first), x, labels);
     mine += model.forward(x, labels);
   }
-  return over_all_groups(mine, world, model.parallelism().mp_size).accuracy();
+  return over_all_replicas(mine, world, model.parallelism().mp_size).accuracy();
 }
 
 }  // namespace dtk
