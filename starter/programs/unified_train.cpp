@@ -182,19 +182,22 @@ LayerUsage layer_usage(const std::string& name, const dtk::FCLayer& layer) {
           layer.backward_memory().peak_bytes()};
 }
 
+// One row of a breakdown table: a label and two right-aligned columns.
+void print_row(const std::string& label, const std::string& first, const std::string& second) {
+  std::printf("  %-5s %10s %10s\n", label.c_str(), first.c_str(), second.c_str());
+}
+
 void print_breakdown(const LayerUsage (&layers)[2]) {
-  std::cout << "\nCommunication during training (MB sent by rank 0, estimated):\n"
-            << "  layer          DP         MP\n";
+  std::printf("\nCommunication during training (MB sent by rank 0, estimated):\n");
+  print_row("layer", "DP", "MP");
+  for (const LayerUsage& l : layers)
+    print_row(l.name, megabytes(l.dp_bytes), megabytes(l.mp_bytes));
+  std::printf("\nPeak memory per pass (MB of tensors on rank 0):\n");
+  print_row("layer", "forward", "backward");
   for (const LayerUsage& l : layers) {
-    std::cout << "  " << l.name << " " << megabytes(l.dp_bytes) << " " << megabytes(l.mp_bytes)
-              << "\n";
+    print_row(l.name, megabytes(l.forward_bytes), megabytes(l.backward_bytes));
   }
-  std::cout << "\nPeak memory per pass (MB of tensors on rank 0):\n"
-            << "  layer     forward   backward\n";
-  for (const LayerUsage& l : layers) {
-    std::cout << "  " << l.name << " " << megabytes(l.forward_bytes) << " "
-              << megabytes(l.backward_bytes) << "\n";
-  }
+  std::fflush(stdout);
 }
 
 dtk::Mnist load_data(const std::string& dir, const dtk::Communicator& world, int classes) {
