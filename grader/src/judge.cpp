@@ -1,5 +1,7 @@
 #include "judge.hpp"
 
+#include <dtk/rank_groups.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -119,17 +121,6 @@ std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
   return findings;
 }
 
-// "rank 3", "ranks 0-7", "ranks 1, 3, 5".
-std::string rank_list(const std::vector<int>& ranks) {
-  if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
-  if (ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size())) {
-    return "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
-  }
-  std::string text = "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
-}
-
 std::string indented(const std::string& text) {
   std::string out = "  ";
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -174,24 +165,18 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
     return verdict;
   }
   // Identical findings of several ranks are reported once.
-  std::vector<std::pair<std::string, std::vector<int>>> findings;
+  std::vector<std::string> per_rank;
   for (std::size_t r = 0; r < expected.ranks.size(); ++r) {
-    const std::string text = rank_findings(expected.ranks[r], actual.ranks[r], tolerances);
-    if (text.empty()) continue;
-    auto same = std::find_if(findings.begin(), findings.end(),
-                             [&](const auto& f) { return f.first == text; });
-    if (same == findings.end()) {
-      findings.push_back({text, {static_cast<int>(r)}});
-    } else {
-      same->second.push_back(static_cast<int>(r));
-    }
+    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances));
   }
+  const std::vector<dtk::RankGroup> findings = dtk::group_identical(per_rank);
   verdict.passed = findings.empty();
   std::string output;
   for (const auto& [text, ranks] : findings) {
     // One finding follows its ranks on the line; several go below them, indented.
     const bool several = text.find('\n') + 1 < text.size();
-    if (expected.ranks.size() > 1) output += "[" + rank_list(ranks) + "]" + (several ? "\n" : " ");
+    if (expected.ranks.size() > 1)
+      output += "[" + dtk::rank_list(ranks) + "]" + (several ? "\n" : " ");
     output += several ? indented(text) : text;
     if (output.back() != '\n') output += "\n";
   }

@@ -24,32 +24,12 @@ int world_rank() {
   return rank;
 }
 
-// "rank 3", "ranks 0-7", "ranks 1, 3, 5".
-std::string rank_list(const std::vector<int>& ranks) {
-  if (ranks.size() == 1) return "rank " + std::to_string(ranks[0]);
-  const bool contiguous = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
-  if (contiguous)
-    return "ranks " + std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
-  std::string text = "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
-}
-
 // On rank 0: one report of every rank's failures, identical ones merged.
 std::string merge_reports(const std::vector<std::string>& per_rank) {
-  std::vector<std::pair<std::string, std::vector<int>>> groups;  // in order of first rank
-  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
-    if (per_rank[r].empty()) continue;
-    auto same = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto& g) { return g.first == per_rank[r]; });
-    if (same == groups.end()) {
-      groups.push_back({per_rank[r], {r}});
-    } else {
-      same->second.push_back(r);
-    }
-  }
   std::string report;
-  for (const auto& [text, ranks] : groups) report += "[" + rank_list(ranks) + "] " + text + "\n";
+  for (const auto& [text, ranks] : group_identical(per_rank)) {
+    report += "[" + rank_list(ranks) + "] " + text + "\n";
+  }
   return report;
 }
 

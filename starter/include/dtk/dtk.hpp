@@ -2,6 +2,7 @@
 //
 //   Communicator                      communicator.hpp                provided
 //   gather_text, print_in_rank_order  rank_output.hpp                 provided
+//   group_identical, rank_list        rank_groups.hpp                 provided
 //   NotImplemented                    not_implemented.hpp             provided
 //   split_train                       data_parallel_preprocess.hpp    Part 1 (you)
 //   get_info, *_collect_*             func_impl.hpp                   Parts 2, 3, 6 (you)
@@ -14,4 +15,5 @@
 #include "dtk/func_impl.hpp"
 #include "dtk/model_training_cost_analysis.hpp"
 #include "dtk/not_implemented.hpp"
+#include "dtk/rank_groups.hpp"
 #include "dtk/rank_output.hpp"
