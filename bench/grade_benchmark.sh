@@ -21,7 +21,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-files=(model/func_impl.cpp data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp)
+mapfile -t files < <(grep '^[^#]' starter/handin/assignment1.txt)
 pack() {  # pack NAME DIR: DIR's student files into $work/NAME.tar
   tar --format=ustar -cf "$work/$1.tar" -C "$2" "${files[@]}"
 }

@@ -5,10 +5,20 @@
 # The kit makes two: dtk_starter (starter/) and dtk_solutions (solutions/).
 include_guard(GLOBAL)
 
-set(DTK_STUDENT_FILES
-    data/data_parallel_preprocess.cpp
-    model/func_impl.cpp
-    model_training_cost_analysis.cpp)
+# dtk_student_files(<assignment> <out_var>): the student files of an assignment, from its list
+# starter/handin/assignment<N>.txt (one path per line, # comments), which make, the scripts and
+# dtk-grade read too.
+function(dtk_student_files assignment out_var)
+  set(list_file ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../starter/handin/assignment${assignment}.txt)
+  file(STRINGS ${list_file} files REGEX "^[^#]")
+  if(NOT files)
+    message(FATAL_ERROR "${list_file} lists no student file")
+  endif()
+  # Reconfigure when the list changes.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${list_file})
+  set(${out_var} ${files} PARENT_SCOPE)
+endfunction()
+dtk_student_files(1 DTK_STUDENT_FILES)
 
 function(dtk_add_student_library name student_dir)
   list(TRANSFORM DTK_STUDENT_FILES PREPEND "${student_dir}/" OUTPUT_VARIABLE sources)

@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out_dir=${1:-$root/dist}
 bundle=dtk-student
-student_files=(model/func_impl.cpp data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp)
+mapfile -t student_files < <(grep '^[^#]' "$root/starter/handin/assignment1.txt")
 
 die() {
   echo "make-release: $*" >&2

@@ -42,6 +42,7 @@ class Config {
     return values_.contains(key) && !values_.at(key).is_null();
   }
 
+  // A size: a JSON integer > 0. A string, a fraction, zero or a negative value is malformed.
   std::int64_t positive_integer(const std::string& key) const {
     if (!has(key)) fail("missing key \"" + key + "\"");
     const json& value = values_.at(key);
@@ -123,7 +124,7 @@ Architecture read_architecture(const Config& config) {
     config.fail("the hidden size, " + std::to_string(m.hidden) +
                 ", is not a multiple of the number of attention heads, " + std::to_string(m.heads));
   }
-  m.kv_dim = kv_heads * (m.hidden / m.heads);
+  m.kv_dim = kv_heads * (m.hidden / m.heads);  // a "head_dim" key is ignored: heads are h / a wide
   return m;
 }
 

@@ -19,8 +19,9 @@ TrainingCost model_training_cost_analysis(const std::string& model_config_path) 
   // exactly (its conventions make every answer unique; the table there breaks Llama-7B down).
   //  1. Read the file: std::ifstream, then nlohmann::json::parse(file). When something is wrong
   //     throw std::runtime_error with one line naming the problem and the path: no such file,
-  //     not valid JSON (parse throws nlohmann::json::parse_error), or a missing key.
-  //     model_type "gpt2" means GPT-2's keys; any other model_type, or none, Llama's.
+  //     not valid JSON (parse throws nlohmann::json::parse_error), a missing or malformed key
+  //     (handout 4.1 defines malformed), or a hidden size that is not a multiple of the heads.
+  //     model_type "gpt2" means GPT-2's keys; any other model_type string, or none, Llama's.
   //  2. Read the shape: config.contains("key") tests for a key, and
   //     config.at("key").get<std::int64_t>() reads one. Llama and GPT-2 name their keys
   //     differently; optional keys fall back as Hugging Face does (the handout lists them),

@@ -1,11 +1,19 @@
-// Run-time detection of MPI calls outside the allowed collectives (PMPI interposition).
+// Run-time detection of MPI calls outside the allowed ones (PMPI interposition).
 #pragma once
+
+#include <set>
+#include <string>
 
 namespace dtk::grade {
 
-// Called by every interposed MPI function before it forwards to PMPI_*. Records the call in
-// the current test's output unless the caller is the runner's own executable (the provided
-// helpers, e.g. print_in_rank_order, use MPI_Gather; student code lives in libdtk_student.so).
+// The MPI calls the manifest allows ("allowed_mpi", passed by dtk-grade as --allowed-mpi): a
+// trapped call in this set is forwarded without a record. Called once, before any test runs.
+void allow_mpi_calls(std::set<std::string> calls);
+
+// Called by every interposed MPI function the manifest does not allow, before it forwards to
+// PMPI_*. Records the call in the current test's output unless the caller is the runner's own
+// executable (the provided helpers, e.g. print_in_rank_order, use MPI_Gather; student code
+// lives in libdtk_student.so).
 void report_forbidden_call(const char* call, const void* return_address);
 
 }  // namespace dtk::grade

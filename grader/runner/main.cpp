@@ -20,6 +20,8 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,7 +35,8 @@ namespace {
 struct Options {
   std::uint64_t seed = 0;
   std::string out_dir, configs_dir, work_dir;
-  int test_seconds = 3;
+  int test_seconds = 0;               // required: dtk-grade passes the manifest's
+  std::set<std::string> allowed_mpi;  // likewise
   std::vector<std::string> tests;
 };
 
@@ -52,9 +55,16 @@ Options parse_options(int argc, char** argv) {
       options.work_dir = argv[++i];
     } else if (arg == "--test-seconds" && has_value) {
       options.test_seconds = std::atoi(argv[++i]);
+    } else if (arg == "--allowed-mpi" && has_value) {
+      std::istringstream calls(argv[++i]);
+      for (std::string call; std::getline(calls, call, ',');) options.allowed_mpi.insert(call);
     } else {
       options.tests.push_back(arg);
     }
+  }
+  if (options.test_seconds <= 0) {
+    std::fprintf(stderr, "dtk-grade-runner: --test-seconds N (N > 0) is required\n");
+    std::exit(2);
   }
   return options;
 }
@@ -204,6 +214,7 @@ int main(int argc, char** argv) {
   using namespace dtk::grade;
   MPI_Init(&argc, &argv);
   const Options options = parse_options(argc, argv);
+  allow_mpi_calls(options.allowed_mpi);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";

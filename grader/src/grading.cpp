@@ -190,6 +190,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   reference.configs_dir = toolchain.configs_dir;
   reference.seed = grading.seed;
   reference.test_seconds = 60;
+  reference.allowed_mpi = manifest.allowed_mpi;
   reference.group_seconds = 300;
   int max_ranks = 1;
   for (const TestCase& test : all_tests) max_ranks = std::max(max_ranks, test.ranks());
@@ -232,6 +233,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   student.configs_dir = scratch + "/read-only/configs";
   student.seed = grading.seed;
   student.test_seconds = manifest.test_seconds;
+  student.allowed_mpi = manifest.allowed_mpi;
   student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
   student.hidden_paths = hidden;
   log << "Running " << runnable.size() << " tests..." << std::endl;
@@ -267,7 +269,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       }
     }
   }
-  for (const auto& [part, calls] : forbidden) summary += forbidden_text(part, calls);
+  for (const auto& [part, calls] : forbidden) summary += forbidden_text(manifest, part, calls);
 
   Report report;
   report.visibility = manifest.visibility;

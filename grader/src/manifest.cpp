@@ -39,9 +39,26 @@ class Reader {
     }
   }
 
+  template <class T>
+  T required(const std::string& key) const {
+    get(key);  // says which key is missing
+    return value<T>(key, T{});
+  }
+
   int positive(const std::string& key, int fallback) const {
     const int v = value<int>(key, fallback);
     if (v <= 0) fail("\"" + key + "\" must be positive");
+    return v;
+  }
+
+  int required_positive(const std::string& key) const {
+    get(key);
+    return positive(key, 0);
+  }
+
+  double required_fraction(const std::string& key) const {
+    const double v = required<double>(key);
+    if (!(v > 0 && v < 1)) fail("\"" + key + "\" must be a number between 0 and 1");
     return v;
   }
 
@@ -107,34 +124,29 @@ Manifest load_manifest(const std::string& path) {
                    {"about", "max_ranks", "timeouts", "limits", "tolerances", "visibility",
                     "allowed_mpi", "forbidden_symbols", "parts"});
   Manifest manifest;
-  manifest.max_ranks = top.positive("max_ranks", manifest.max_ranks);
-  manifest.visibility = top.value<std::string>("visibility", manifest.visibility);
+  manifest.max_ranks = top.required_positive("max_ranks");
+  manifest.visibility = top.required<std::string>("visibility");
   const std::set<std::string> visibilities = {"visible", "hidden", "after_due_date",
                                               "after_published"};
   if (!visibilities.count(manifest.visibility)) {
     top.fail("\"visibility\" must be visible, hidden, after_due_date or after_published");
   }
-  if (top.has("timeouts")) {
-    const Reader t(top.get("timeouts"), path + ", timeouts",
-                   {"group_seconds", "test_seconds", "compile_seconds"});
-    manifest.group_seconds = t.positive("group_seconds", manifest.group_seconds);
-    manifest.test_seconds = t.positive("test_seconds", manifest.test_seconds);
-    manifest.compile_seconds = t.positive("compile_seconds", manifest.compile_seconds);
-  }
-  if (top.has("limits")) {
-    const Reader l(top.get("limits"), path + ", limits",
-                   {"address_space_mb", "file_size_mb", "processes", "output_kb"});
-    manifest.address_space_mb = l.positive("address_space_mb", manifest.address_space_mb);
-    manifest.file_size_mb = l.positive("file_size_mb", manifest.file_size_mb);
-    manifest.processes = l.positive("processes", manifest.processes);
-    manifest.output_kb = l.positive("output_kb", manifest.output_kb);
-  }
-  if (top.has("tolerances")) {
-    const Reader t(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});
-    manifest.float_rtol = t.value<double>("float", manifest.float_rtol);
-    manifest.double_rtol = t.value<double>("double", manifest.double_rtol);
-    manifest.real_rtol = t.value<double>("real", manifest.real_rtol);
-  }
+  const Reader t(top.get("timeouts"), path + ", timeouts",
+                 {"group_seconds", "test_seconds", "compile_seconds"});
+  manifest.group_seconds = t.required_positive("group_seconds");
+  manifest.test_seconds = t.required_positive("test_seconds");
+  manifest.compile_seconds = t.required_positive("compile_seconds");
+  const Reader l(top.get("limits"), path + ", limits",
+                 {"address_space_mb", "file_size_mb", "processes", "output_kb"});
+  manifest.address_space_mb = l.required_positive("address_space_mb");
+  manifest.file_size_mb = l.required_positive("file_size_mb");
+  manifest.processes = l.required_positive("processes");
+  manifest.output_kb = l.required_positive("output_kb");
+  const Reader tol(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});
+  manifest.float_rtol = tol.required_fraction("float");
+  manifest.double_rtol = tol.required_fraction("double");
+  manifest.real_rtol = tol.required_fraction("real");
+  top.get("allowed_mpi");  // an empty list is a choice; a missing one is a mistake
   for (const std::string& call : top.strings("allowed_mpi")) manifest.allowed_mpi.insert(call);
   for (const std::string& s : top.strings("forbidden_symbols"))
     manifest.forbidden_symbols.insert(s);

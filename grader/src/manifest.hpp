@@ -30,12 +30,13 @@ struct Part {
   std::vector<PlannedTest> tests;
 };
 
+// Every limit and rule is the manifest's: each key is required, the C++ holds no default.
 struct Manifest {
-  int max_ranks = 8;
-  int group_seconds = 10, test_seconds = 3, compile_seconds = 60;
-  int address_space_mb = 1024, file_size_mb = 64, processes = 256, output_kb = 64;
-  double float_rtol = 1e-5, double_rtol = 1e-10, real_rtol = 1e-3;
-  std::string visibility = "visible";
+  int max_ranks = 0;
+  int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
+  int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
+  double float_rtol = 0, double_rtol = 0, real_rtol = 0;
+  std::string visibility;
   std::set<std::string> allowed_mpi;
   std::set<std::string> forbidden_symbols;
   std::vector<Part> parts;  // enabled parts only, in manifest order

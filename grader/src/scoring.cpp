@@ -2,11 +2,20 @@
 
 namespace dtk::grade {
 
-std::string forbidden_text(int part, const std::set<std::string>& calls) {
+namespace {
+std::string joined(const std::set<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "none" : text;
+}
+}  // namespace
+
+std::string forbidden_text(const Manifest& manifest, int part, const std::set<std::string>& calls) {
   std::string text = "Part " + std::to_string(part) +
-                     " gets no points: student code may communicate only with Allreduce, "
-                     "Allgather, Reduce_scatter and Split, and may not use escape hatches such "
-                     "as fork, system or dlsym. Its code calls:\n";
+                     " gets no points: student code may call only these MPI functions: " +
+                     joined(manifest.allowed_mpi) +
+                     "; and none of these: " + joined(manifest.forbidden_symbols) +
+                     ". Its code calls:\n";
   for (const std::string& call : calls) text += "  " + call + "\n";
   return text;
 }
@@ -32,7 +41,7 @@ void score(const Manifest& manifest, const std::vector<JudgedTest>& tests,
       result.output = "Configuration: " + judged.configuration + "\n";
     const auto calls = forbidden.find(part.number);
     if (calls != forbidden.end()) {
-      result.output += forbidden_text(part.number, calls->second);
+      result.output += forbidden_text(manifest, part.number, calls->second);
       if (judged.verdict.passed) result.output += "The result of this test itself is right.\n";
     } else if (judged.verdict.passed) {
       result.score = result.max_score;

@@ -25,7 +25,8 @@ struct JudgedTest {
 void score(const Manifest& manifest, const std::vector<JudgedTest>& tests,
            const std::map<int, std::set<std::string>>& forbidden, Report& report);
 
-// "Part 3 gets no points: ... its code calls:\n  MPI_Bcast (called from ...)\n".
-std::string forbidden_text(int part, const std::set<std::string>& calls);
+// "Part 3 gets no points: ... its code calls:\n  MPI_Bcast (called from ...)\n". The rules it
+// states (the allowed MPI calls, the forbidden functions) are the manifest's.
+std::string forbidden_text(const Manifest& manifest, int part, const std::set<std::string>& calls);
 
 }  // namespace dtk::grade

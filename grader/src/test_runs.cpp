@@ -32,6 +32,10 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
   argv.insert(argv.end(), {launcher.runner, "--seed", std::to_string(launcher.seed), "--out",
                            out_dir, "--configs", launcher.configs_dir, "--work", out_dir,
                            "--test-seconds", std::to_string(launcher.test_seconds)});
+  std::string allowed;  // "MPI_Allreduce,MPI_Allgather,..."
+  for (const std::string& call : launcher.allowed_mpi)
+    allowed += (allowed.empty() ? "" : ",") + call;
+  argv.insert(argv.end(), {"--allowed-mpi", allowed});
   for (const TestCase& test : tests) argv.push_back(test.id());
   return argv;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,10 @@ struct Launcher {
   std::string runs_dir;     // one subdirectory per launch is made here
   std::string configs_dir;  // named model configs
   std::uint64_t seed = 0;
-  int test_seconds = 3;    // the runner's watchdog
-  int group_seconds = 10;  // one launch, at most
+  // Limits and rules, all from the manifest (the reference's limits are the grader's own).
+  int test_seconds = 0;               // the runner's watchdog
+  int group_seconds = 0;              // one launch, at most
+  std::set<std::string> allowed_mpi;  // MPI calls the runner does not report
   std::vector<std::string> hidden_paths;
 };
 

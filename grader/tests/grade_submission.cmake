@@ -1,18 +1,25 @@
 # One self-test of dtk-grade: assemble a submission, grade it, check the per-part scores.
 #
 #   cmake -DDTK_GRADE=<dtk-grade> -DNAME=<name> -DWORK=<dir> -DBASE=<solutions or starter dir>
-#         [-DOVERLAY=<dir of student files copied over BASE>] [-DPACK=<how>]
+#         -DSTUDENT_FILES=<the student files: DTK_STUDENT_FILES>
+#         [-DPATCH=<NAME.patch applied to a copy of BASE>] [-DPACK=<how>]
+#         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
 # model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
-# Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
+# PATCH: a unified diff against solutions/, paths relative to the student tree (a/FILE, b/FILE);
+# it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
+# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
+# ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # Expectations: full (all points), zero (none), lost (some lost), or a number of points.
 cmake_minimum_required(VERSION 3.21)
 
-set(files data/data_parallel_preprocess.cpp model/func_impl.cpp model_training_cost_analysis.cpp)
+set(files ${STUDENT_FILES})
+set(files_but_func_impl ${files})
+list(REMOVE_ITEM files_but_func_impl model/func_impl.cpp)
 set(tree ${WORK}/tree)
 set(results ${WORK}/results.json)
 set(DTK_SELFTEST_RESULTS ${results})
@@ -33,11 +40,31 @@ endfunction()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 file(COPY ${BASE}/ DESTINATION ${tree} FILES_MATCHING PATTERN "*.cpp")
-if(OVERLAY)
-  file(GLOB_RECURSE overlay RELATIVE ${OVERLAY} ${OVERLAY}/*.cpp)
-  foreach(file IN LISTS overlay)
-    configure_file(${OVERLAY}/${file} ${tree}/${file} @ONLY)
+if(PATCH)
+  get_filename_component(patch_name ${PATCH} NAME)
+  execute_process(COMMAND patch -p1 --batch --forward --fuzz=0 --no-backup-if-mismatch
+                          -d ${tree} -i ${PATCH}
+                  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(NOT status EQUAL 0)
+    fail("${patch_name} no longer applies to ${BASE}: update the patch (patch said:\n${output})")
+  endif()
+  file(STRINGS ${PATCH} patched REGEX "^\\+\\+\\+ b/")
+  foreach(line IN LISTS patched)
+    string(REGEX REPLACE "^\\+\\+\\+ b/([^\t]*).*" "\\1" file "${line}")
+    file(RENAME ${tree}/${file} ${tree}/${file}.in)
+    configure_file(${tree}/${file}.in ${tree}/${file} @ONLY)
+    file(REMOVE ${tree}/${file}.in)
   endforeach()
+endif()
+
+if(ALLOW_MPI)
+  file(READ ${MANIFEST} manifest)
+  foreach(call IN LISTS ALLOW_MPI)
+    string(JSON count LENGTH "${manifest}" allowed_mpi)
+    string(JSON manifest SET "${manifest}" allowed_mpi ${count} "\"${call}\"")
+  endforeach()
+  file(WRITE ${WORK}/manifest.json "${manifest}")
+  list(APPEND ARGS --manifest ${WORK}/manifest.json)
 endif()
 
 set(submission ${tree})
@@ -55,10 +82,9 @@ elseif(PACK STREQUAL "tar-absolute" OR PACK STREQUAL "tar-dotdot")
 elseif(PACK STREQUAL "tar-symlink")
   file(MAKE_DIRECTORY ${WORK}/links/model)
   file(CREATE_LINK /etc/passwd ${WORK}/links/model/func_impl.cpp SYMBOLIC)
-  run(tar -cf ${tar} -C ${tree} data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp
-      -C ${WORK}/links model/func_impl.cpp)
+  run(tar -cf ${tar} -C ${tree} ${files_but_func_impl} -C ${WORK}/links model/func_impl.cpp)
 elseif(PACK STREQUAL "tar-missing")
-  run(tar -cf ${tar} -C ${tree} data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp)
+  run(tar -cf ${tar} -C ${tree} ${files_but_func_impl})
 elseif(PACK STREQUAL "not-a-tar")
   file(WRITE ${tar} "This is my homework, please grade it.\n")
 endif()

@@ -58,6 +58,27 @@ dtk_cost_analysis_test(missing_key --status 2
 dtk_cost_analysis_test(bad_value --status 2
                        --stderr-line "${DTK_COST_ERROR}model config .*: key \"hidden_size\" must be a positive integer"
                        -- --model_config ${DTK_COST_DATA}/bad_value_config.json)
+# A malformed key is present (not null) but not what the table expects: a string, a fraction,
+# zero or a negative number where a positive integer is needed; a model_type that is no string.
+dtk_cost_analysis_test(fraction_value --status 2
+                       --stderr-line "${DTK_COST_ERROR}model config .*: key \"num_attention_heads\" must be a positive integer, not 32.5$"
+                       -- --model_config ${DTK_COST_DATA}/fraction_value_config.json)
+dtk_cost_analysis_test(zero_value --status 2
+                       --stderr-line "${DTK_COST_ERROR}model config .*: key \"num_hidden_layers\" must be a positive integer, not 0$"
+                       -- --model_config ${DTK_COST_DATA}/zero_value_config.json)
+dtk_cost_analysis_test(negative_value --status 2
+                       --stderr-line "${DTK_COST_ERROR}model config .*: key \"vocab_size\" must be a positive integer, not -32000$"
+                       -- --model_config ${DTK_COST_DATA}/negative_value_config.json)
+dtk_cost_analysis_test(model_type_not_string --status 2
+                       --stderr-line "${DTK_COST_ERROR}model config .*: key \"model_type\" must be a string, not \\[\"llama\"\\]$"
+                       -- --model_config ${DTK_COST_DATA}/model_type_not_string_config.json)
+# h must be a multiple of a (the head width h / a, hence kvd, is a whole number).
+dtk_cost_analysis_test(heads_not_dividing_hidden --status 2
+                       --stderr-line "${DTK_COST_ERROR}model config .*: the hidden size, 4096, is not a multiple of the number of attention heads, 30$"
+                       -- --model_config ${DTK_COST_DATA}/heads_not_dividing_hidden_config.json)
+# head_dim is ignored: the head width is always h / a (Llama-7B's figures with head_dim 100).
+dtk_cost_analysis_test(head_dim_ignored --stdout ${DTK_COST_DATA}/llama_7b.out
+                       -- --model_config ${DTK_COST_DATA}/head_dim_ignored_config.json)
 dtk_cost_analysis_test(budget_not_a_number --status 2
                        --stderr-line "${DTK_COST_ERROR}--training_budget: \"abc\" is not a number"
                        -- --training_budget abc)

@@ -58,16 +58,17 @@ ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_si
 // as (mp_size * batch, k), block r is rows [r * batch, (r + 1) * batch) — not columns
 // [r * k, (r + 1) * k) of a (batch, mp_size * k) matrix. Rearrange after gathering.
 
-// x: (batch, part_in_dim), this rank's slice of the layer input.
-// Returns (batch, part_in_dim * mp_size): columns [r * part_in_dim, (r + 1) * part_in_dim)
-// hold rank r's x (r = rank in mp_comm = mp_idx). Same value type as x.
+// x: (batch, k), this rank's slice of the layer input, k = in_dim / mp_size (fc1's output
+// slice; not fc2's part_in_dim, which in naive MP is the full in_dim).
+// Returns (batch, k * mp_size) = (batch, in_dim): columns [r * k, (r + 1) * k) hold rank r's x
+// (r = rank in mp_comm = mp_idx). Same value type as x.
 template <class T>
 xt::xtensor<T, 2> naive_collect_forward_input(const xt::xtensor<T, 2>& x, Communicator& mp_comm,
                                               int mp_size);
 
-// out: (batch, part_out_dim), this rank's slice of the layer output.
-// Returns (batch, part_out_dim * mp_size), the full output, rank r's slice in columns
-// [r * part_out_dim, (r + 1) * part_out_dim).
+// out: (batch, k), this rank's slice of the layer output, k = part_out_dim = out_dim / mp_size.
+// Returns (batch, k * mp_size) = (batch, out_dim), the full output, rank r's slice in columns
+// [r * k, (r + 1) * k).
 template <class T>
 xt::xtensor<T, 2> naive_collect_forward_output(const xt::xtensor<T, 2>& out, Communicator& mp_comm,
                                                int mp_size);

@@ -23,8 +23,11 @@ struct TrainingCost {
 // models that share its keys (Mistral, Qwen2, ...) are all supported. Optional keys fall back
 // as Hugging Face does (num_key_value_heads = heads; tie_word_embeddings = false for llama, true
 // for gpt2; n_inner = 4 * n_embd; gpt2's n_ctx = n_positions).
+// The head width is h / a (h must be a multiple of a); a "head_dim" key is ignored.
 // Throws std::runtime_error, with one line naming the file and the problem, for a missing
-// file, malformed JSON, or a missing or malformed key.
+// file, malformed JSON, a missing key, a malformed key (a size that is not a JSON integer > 0:
+// a string, a fraction, zero or negative; a tie_word_embeddings that is not true/false; a
+// model_type that is not a string), or a hidden size that is not a multiple of the heads.
 // Llama-7B (starter/llama_7b_config.json): 6738415616 parameters, 0.897648164864 TFLOPs,
 // 0.942686208 GB.
 TrainingCost model_training_cost_analysis(const std::string& model_config_path);
