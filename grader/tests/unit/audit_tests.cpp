@@ -1,0 +1,58 @@
+// The symbol audit, on `readelf -SrsW` of a real object (data/audit_sample.cpp compiled with
+// -ffunction-sections; data/audit_sample.readelf): get_info calls MPI_Bcast, split_train reaches
+// fork through a helper, naive_collect_forward_input calls only MPI_Allreduce.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "audit.hpp"
+
+using namespace dtk::grade;
+
+namespace {
+
+std::string sample() {
+  std::ifstream file(DTK_UNIT_DATA_DIR "/audit_sample.readelf");
+  REQUIRE(file);
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"}, {"fork", "dlsym"}};
+const std::vector<std::string> graded = {"get_info", "split_train", "naive_collect_forward_input"};
+
+}  // namespace
+
+TEST_CASE("each graded function is charged with the forbidden calls it reaches", "[audit]") {
+  const Audit audit = audit_object(sample(), graded, rules);
+  CHECK(audit.forbidden.at("get_info") == std::set<std::string>{"MPI_Bcast"});
+  CHECK(audit.forbidden.at("split_train") == std::set<std::string>{"fork"});  // via a helper
+  CHECK(audit.forbidden.count("naive_collect_forward_input") == 0);
+}
+
+TEST_CASE("the rules decide: an allowed call is not charged", "[audit]") {
+  AuditRules lenient = rules;
+  lenient.allowed_mpi.insert("MPI_Bcast");
+  CHECK(audit_object(sample(), graded, lenient).forbidden.count("get_info") == 0);
+  AuditRules strict = rules;
+  strict.allowed_mpi.erase("MPI_Allreduce");
+  CHECK(audit_object(sample(), graded, strict).forbidden.at("naive_collect_forward_input") ==
+        std::set<std::string>{"MPI_Allreduce"});
+}
+
+TEST_CASE("the audit lists the functions an object defines", "[audit]") {
+  const Audit audit = audit_object(sample(), graded, rules);
+  CHECK(defines_function(audit, "get_info", ""));
+  CHECK(defines_function(audit, "split_train", ""));
+  CHECK_FALSE(defines_function(audit, "collect_weight_grad", ""));
+  CHECK(demangle("_ZN3dtk8get_infoEi") == "dtk::get_info(int)");
+}
+
+TEST_CASE("text that is not readelf output yields an empty audit, not a crash", "[audit]") {
+  Audit audit;
+  REQUIRE_NOTHROW(audit = audit_object("garbage\n[ 1\n] x\nRelocation section '\n", graded, rules));
+  CHECK(audit.defined.empty());
+  CHECK(audit.forbidden.empty());
+}

@@ -1,0 +1,123 @@
+// The manifest: the kit's own loads; every kind of mistake is refused with a message that names
+// the file, the place and the problem.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "manifest.hpp"
+
+using namespace dtk::grade;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+json kit_manifest() {
+  std::ifstream file(DTK_KIT_MANIFEST);
+  REQUIRE(file);
+  return json::parse(file);
+}
+
+// Writes `text` to a scratch file and loads it as a manifest.
+Manifest load_text(const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("dtk_unit_manifest_" + std::to_string(getpid()) + ".json"))
+                               .string();
+  { std::ofstream(path) << text; }
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove{path};
+  return load_manifest(path);
+}
+
+Manifest load_json(const json& manifest) { return load_text(manifest.dump()); }
+
+}  // namespace
+
+TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[manifest]") {
+  const json source = kit_manifest();
+  const Manifest manifest = load_manifest(DTK_KIT_MANIFEST);
+  CHECK(manifest.test_seconds == source["timeouts"]["test_seconds"].get<int>());
+  CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
+  CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
+  CHECK(manifest.float_rtol == source["tolerances"]["float"].get<double>());
+  CHECK(manifest.allowed_mpi.count("MPI_Allreduce") == 1);
+  CHECK(manifest.allowed_mpi.count("MPI_Bcast") == 0);
+  CHECK(manifest.forbidden_symbols.count("fork") == 1);
+  REQUIRE_FALSE(manifest.parts.empty());
+  CHECK(manifest.parts.front().number == source["parts"][0]["part"].get<int>());
+  CHECK_FALSE(manifest.parts.front().tests.empty());
+}
+
+TEST_CASE("a limit changed in the manifest is the limit used", "[manifest]") {
+  json changed = kit_manifest();
+  changed["timeouts"]["test_seconds"] = 7;
+  changed["allowed_mpi"].push_back("MPI_Bcast");
+  const Manifest manifest = load_json(changed);
+  CHECK(manifest.test_seconds == 7);
+  CHECK(manifest.allowed_mpi.count("MPI_Bcast") == 1);
+}
+
+TEST_CASE("every limit is required: the C++ holds no default", "[manifest]") {
+  json manifest = kit_manifest();
+  manifest["timeouts"].erase("test_seconds");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"test_seconds\""));
+  manifest = kit_manifest();
+  manifest.erase("limits");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"limits\""));
+  manifest = kit_manifest();
+  manifest.erase("allowed_mpi");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"allowed_mpi\""));
+}
+
+TEST_CASE("a disabled part is left out", "[manifest]") {
+  json manifest = kit_manifest();
+  const std::size_t parts = manifest["parts"].size();
+  manifest["parts"][0]["enabled"] = false;
+  CHECK(load_json(manifest).parts.size() == parts - 1);
+}
+
+TEST_CASE("bad manifests are refused with a message naming the problem", "[manifest]") {
+  CHECK_THROWS_AS(load_manifest("/no/such/manifest.json"), ManifestError);
+  CHECK_THROWS_WITH(load_manifest("/no/such/manifest.json"), Contains("/no/such/manifest.json"));
+  CHECK_THROWS_WITH(load_text("{ \"parts\": [ }"), Contains("not valid JSON"));
+
+  json manifest = kit_manifest();
+  manifest["max_rank"] = 8;  // a typo
+  CHECK_THROWS_WITH(load_json(manifest), Contains("unknown key \"max_rank\""));
+
+  manifest = kit_manifest();
+  manifest["timeouts"]["group_seconds"] = 0;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"group_seconds\" must be positive"));
+
+  manifest = kit_manifest();
+  manifest["timeouts"]["test_seconds"] = "two";
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"test_seconds\" has the wrong type"));
+
+  manifest = kit_manifest();
+  manifest["visibility"] = "secret";
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"visibility\""));
+
+  manifest = kit_manifest();
+  manifest["parts"][1]["part"] = manifest["parts"][0]["part"];
+  CHECK_THROWS_WITH(load_json(manifest), Contains("twice"));
+
+  manifest = kit_manifest();
+  json& tests = manifest["parts"][0]["tests"][0];
+  tests["cases"].push_back(tests["cases"][0]);
+  CHECK_THROWS_WITH(load_json(manifest), Contains("listed twice"));
+
+  manifest = kit_manifest();
+  manifest["parts"][0]["tests"][0]["public"] = {"mp=3 dp=3 float"};
+  CHECK_THROWS_WITH(load_json(manifest), Contains("not one of its \"cases\""));
+
+  manifest = kit_manifest();
+  manifest["parts"][0]["tests"][0]["cases"] = {"mp=two dp=1 float"};
+  CHECK_THROWS_WITH(load_json(manifest), Contains("parts[0], tests[0]") && Contains("mp=two"));
+}

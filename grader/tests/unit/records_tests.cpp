@@ -1,0 +1,89 @@
+// The runner's records: what the runner writes, the grader reads back; anything else is ignored.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "records.hpp"
+
+using namespace dtk::grade;
+
+namespace {
+
+// Runs `write` on a RecordWriter and returns the text it wrote.
+template <class Write>
+std::string written(Write write) {
+  std::FILE* file = std::tmpfile();
+  REQUIRE(file != nullptr);
+  RecordWriter writer(file);
+  write(writer);
+  std::fflush(file);
+  std::rewind(file);
+  std::string text;
+  for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
+  std::fclose(file);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("every kind of record round-trips through the writer and the parser", "[records]") {
+  const std::string id = "get_info mp=2 dp=1";
+  const RankOutput outputs = parse_rank_output(written([&](RecordWriter& out) {
+    out.begin(id);
+    out.note("batch 3,\nslice width 2");
+    out.integer("mp_idx", 1);
+    out.real("num_tflops", 0.897648164864);
+    out.tensor("x", "double", {2, 3}, {1, 2, 3, 4, 5, 6.5});
+    out.error("NotImplemented: dtk::get_info");
+    out.forbidden("MPI_Bcast", "dtk::get_info");
+    out.end(id);
+  }));
+  REQUIRE(outputs.count(id) == 1);
+  const TestOutput& test = outputs.at(id);
+  CHECK(test.complete);
+  REQUIRE(test.notes.size() == 1);
+  CHECK(test.notes[0].find('\n') == std::string::npos);  // one record per line
+  REQUIRE(test.find("mp_idx") != nullptr);
+  CHECK(test.find("mp_idx")->integer == 1);
+  REQUIRE(test.find("num_tflops") != nullptr);
+  CHECK(test.find("num_tflops")->values.at(0) == Approx(0.897648164864));
+  const Value* x = test.find("x");
+  REQUIRE(x != nullptr);
+  CHECK(x->dtype == "double");
+  CHECK(x->shape == std::vector<std::size_t>{2, 3});
+  CHECK(x->values == std::vector<double>{1, 2, 3, 4, 5, 6.5});
+  CHECK(test.errors == std::vector<std::string>{"NotImplemented: dtk::get_info"});
+  REQUIRE(test.forbidden.size() == 1);
+  CHECK(test.forbidden[0].find("MPI_Bcast") != std::string::npos);
+  CHECK(test.find("absent") == nullptr);
+}
+
+TEST_CASE("a test whose end was never written is incomplete", "[records]") {
+  const RankOutput outputs = parse_rank_output("begin a mp=1 dp=1\nint n\t3\n");
+  REQUIRE(outputs.count("a mp=1 dp=1") == 1);
+  CHECK_FALSE(outputs.at("a mp=1 dp=1").complete);
+}
+
+TEST_CASE("malformed records are skipped, never thrown", "[records]") {
+  const std::string text =
+      "int outside\t1\n"  // before any begin
+      "begin t\n"
+      "int n\tseven\n"                     // not a number
+      "tensor x\tdouble 2 2 2 : 1 2 3\n"   // too few values
+      "tensor y\tdouble 1 99999999 : 1\n"  // absurd size
+      "real r\n"                           // no value
+      "gibberish \xff\xfe\n"
+      "int ok\t5\n"
+      "end t\n";
+  RankOutput outputs;
+  REQUIRE_NOTHROW(outputs = parse_rank_output(text));
+  const TestOutput& test = outputs.at("t");
+  CHECK(test.complete);
+  REQUIRE(test.values.size() == 1);
+  CHECK(test.values[0].first == "ok");
+}
+
+TEST_CASE("one_line keeps a text on one record line", "[records]") {
+  CHECK(one_line("a\tb\nc\rd") == "a b c d");
+}

@@ -1,0 +1,44 @@
+// Test case ids: the manifest's case texts, and the ids the grader passes to the runner.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "test_case.hpp"
+
+using namespace dtk::grade;
+
+TEST_CASE("a layout case parses into its grid and type, and prints back the same", "[test_case]") {
+  const TestCase test = parse_test_case("naive_collect_forward_input", "mp=4 dp=2 float");
+  CHECK(test.mp == 4);
+  CHECK(test.dp == 2);
+  CHECK(test.type == "float");
+  CHECK(test.ranks() == 8);
+  CHECK(test.id() == "naive_collect_forward_input mp=4 dp=2 float");
+  CHECK(parse_test_id(test.id()).id() == test.id());
+}
+
+TEST_CASE("a function that is not collective runs on one process", "[test_case]") {
+  CHECK(parse_test_case("split_train", "mp=4 dp=2 double").ranks() == 1);
+  CHECK(parse_test_case("get_info", "mp=2 dp=4").ranks() == 8);
+}
+
+TEST_CASE("config and budget cases keep their text", "[test_case]") {
+  CHECK(parse_test_case("model_training_cost_analysis", "gpt2_small").case_text() == "gpt2_small");
+  CHECK(parse_test_case("model_training_cost_analysis", "random gpt2 b").case_text() ==
+        "random gpt2 b");
+  CHECK(parse_test_case("get_optimal_N_D", "1.23e22").case_text() == "1.23e22");
+  CHECK(parse_test_case("get_optimal_N_D", "random").ranks() == 1);
+}
+
+TEST_CASE("a bad case is refused with a message naming it", "[test_case]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(parse_test_case("no_such_function", "mp=1 dp=1"), Contains("no_such_function"));
+  CHECK_THROWS_AS(parse_test_case("split_train", "mp=2 dp=2"), std::invalid_argument);  // no type
+  CHECK_THROWS_WITH(parse_test_case("split_train", "mp=0 dp=2 float"), Contains("mp=0"));
+  CHECK_THROWS_WITH(parse_test_case("get_info", "mp=2 dp=2 float"), Contains("float"));
+  CHECK_THROWS_WITH(parse_test_case("split_train", "mp=2 dp=2 half"), Contains("half"));
+  CHECK_THROWS_AS(parse_test_case("get_optimal_N_D", "-1e22"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_test_case("get_optimal_N_D", "lots"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_test_case("model_training_cost_analysis", "../etc/passwd"),
+                  std::invalid_argument);
+}
