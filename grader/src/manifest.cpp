@@ -146,7 +146,9 @@ Manifest load_manifest(const std::string& path) {
   manifest.float_rtol = tol.required_fraction("float");
   manifest.double_rtol = tol.required_fraction("double");
   manifest.real_rtol = tol.required_fraction("real");
-  top.get("allowed_mpi");  // an empty list is a choice; a missing one is a mistake
+  // An empty list is a choice; a missing one is a mistake.
+  top.get("allowed_mpi");
+  top.get("forbidden_symbols");
   for (const std::string& call : top.strings("allowed_mpi")) manifest.allowed_mpi.insert(call);
   for (const std::string& s : top.strings("forbidden_symbols"))
     manifest.forbidden_symbols.insert(s);
