@@ -62,8 +62,33 @@ bool close(double expected, double actual, double rtol, bool relative_only) {
   return std::fabs(actual - expected) <= rtol * scale;  // false for NaN
 }
 
+bool same_tensor(const Value& expected, const Value& actual, double rtol) {
+  if (expected.shape != actual.shape) return false;
+  for (std::size_t i = 0; i < expected.values.size(); ++i) {
+    if (!close(expected.values[i], actual.values[i], rtol, false)) return false;
+  }
+  return true;
+}
+
+double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
+  if (expected.dtype == "int32" || expected.dtype == "int64") return 0;
+  return expected.dtype == "float" ? tolerances.float_rtol : tolerances.double_rtol;
+}
+
+// "\n  This is what <known mistake> gives." when the wrong tensor matches one.
+std::string known_mistake(const std::string& name, const Value& actual,
+                          const std::vector<Mistake>& mistakes, const Tolerances& tolerances) {
+  for (const Mistake& mistake : mistakes) {
+    if (mistake.value == name &&
+        same_tensor(mistake.wrong, actual, tensor_rtol(mistake.wrong, tolerances))) {
+      return "\n  This is exactly what " + mistake.description + " gives.";
+    }
+  }
+  return "";
+}
+
 std::string compare(const std::string& name, const Value& expected, const Value& actual,
-                    const Tolerances& tolerances) {
+                    const Tolerances& tolerances, const std::vector<Mistake>& mistakes) {
   if (actual.kind != expected.kind) return name + ": has the wrong kind of value";
   if (expected.kind == Value::Kind::integer) {
     if (expected.integer == actual.integer) return "";
@@ -81,12 +106,9 @@ std::string compare(const std::string& name, const Value& expected, const Value&
                        shape_text(actual.shape);
     if (small)
       text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
-    return text;
+    return text + known_mistake(name, actual, mistakes, tolerances);
   }
-  const bool exact = expected.dtype == "int32" || expected.dtype == "int64";
-  const double rtol = exact                       ? 0
-                      : expected.dtype == "float" ? tolerances.float_rtol
-                                                  : tolerances.double_rtol;
+  const double rtol = tensor_rtol(expected, tolerances);
   std::size_t wrong = 0, first = 0;
   for (std::size_t i = 0; i < expected.values.size(); ++i) {
     if (!close(expected.values[i], actual.values[i], rtol, false)) {
@@ -101,21 +123,39 @@ std::string compare(const std::string& name, const Value& expected, const Value&
                      number(actual.values[first], expected.dtype == "float");
   if (small)
     text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
-  return text;
+  return text + known_mistake(name, actual, mistakes, tolerances);
+}
+
+std::string bytes_text(long long bytes) {
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+// The student call must move its data through the Communicator it was given, at least as much
+// as the reference moves (a padded Allreduce moves more and is fine).
+std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
+  if (expected.moved <= 0 || actual.moved >= expected.moved) return "";
+  return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
+         " through the Communicator it was given, where the reference moves " +
+         bytes_text(expected.moved) +
+         ": the data must travel through that Communicator's collectives (Allgather, "
+         "Allreduce, Reduce_scatter). Files, other communicators or MPI calls of your own do "
+         "not count.\n";
 }
 
 // Everything wrong with one rank's outputs, one finding per line.
 std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
-                          const Tolerances& tolerances) {
+                          const Tolerances& tolerances, const std::string& result_part) {
   if (!actual.errors.empty()) {
     const std::string& error = actual.errors.front();
     if (error.rfind("NotImplemented", 0) == 0) return "not implemented yet: " + error;
     return "threw an exception: " + error;
   }
-  std::string findings;
+  std::string findings = communication_finding(expected, actual);
   for (const auto& [name, value] : expected.values) {
+    if (!result_part.empty() && value.part != result_part) continue;
     const Value* mine = actual.find(name);
-    const std::string finding = mine ? compare(name, value, *mine, tolerances) : name + ": missing";
+    const std::string finding =
+        mine ? compare(name, value, *mine, tolerances, expected.mistakes) : name + ": missing";
     if (!finding.empty()) findings += finding + "\n";
   }
   return findings;
@@ -130,8 +170,20 @@ std::string indented(const std::string& text) {
   return out;
 }
 
-std::string trimmed(std::string text) {
-  if (text.size() > kMaxOutput) text = text.substr(0, kMaxOutput) + "\n[... more left out ...]\n";
+// Findings (one block per group of ranks) up to about kMaxOutput characters: the first is
+// always kept whole, the others that do not fit are counted.
+std::string joined(const std::vector<std::string>& blocks) {
+  std::string text;
+  std::size_t kept = 0;
+  for (; kept < blocks.size(); ++kept) {
+    if (kept > 0 && text.size() + blocks[kept].size() > kMaxOutput) break;
+    text += blocks[kept];
+  }
+  if (kept < blocks.size()) {
+    const std::size_t left = blocks.size() - kept;
+    text += "[" + std::to_string(left) + " more finding" + (left == 1 ? "" : "s") +
+            " on other ranks left out]\n";
+  }
   return text;
 }
 
@@ -146,12 +198,16 @@ std::string configuration(const TestRun& expected) {
   return text;
 }
 
-Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances) {
+std::vector<std::string> forbidden_calls(const TestRun& actual) {
+  std::set<std::string> calls;
+  for (const TestOutput& rank : actual.ranks) calls.insert(rank.forbidden.begin(), rank.forbidden.end());
+  return {calls.begin(), calls.end()};
+}
+
+Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
+              const std::string& result_part) {
   Verdict verdict;
-  std::set<std::string> forbidden;
-  for (const TestOutput& rank : actual.ranks)
-    forbidden.insert(rank.forbidden.begin(), rank.forbidden.end());
-  verdict.forbidden.assign(forbidden.begin(), forbidden.end());
+  verdict.forbidden = forbidden_calls(actual);
 
   if (!expected.finished) {
     verdict.output =
@@ -161,26 +217,28 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
     return verdict;
   }
   if (!actual.finished) {
-    verdict.output = trimmed(actual.problem);
+    verdict.output = joined({actual.problem});
     return verdict;
   }
   // Identical findings of several ranks are reported once.
   std::vector<std::string> per_rank;
   for (std::size_t r = 0; r < expected.ranks.size(); ++r) {
-    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances));
+    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances, result_part));
   }
   const std::vector<dtk::RankGroup> findings = dtk::group_identical(per_rank);
   verdict.passed = findings.empty();
-  std::string output;
+  std::vector<std::string> blocks;
   for (const auto& [text, ranks] : findings) {
     // One finding follows its ranks on the line; several go below them, indented.
     const bool several = text.find('\n') + 1 < text.size();
+    std::string block;
     if (expected.ranks.size() > 1)
-      output += "[" + dtk::rank_list(ranks) + "]" + (several ? "\n" : " ");
-    output += several ? indented(text) : text;
-    if (output.back() != '\n') output += "\n";
+      block += "[" + dtk::rank_list(ranks) + "]" + (several ? "\n" : " ");
+    block += several ? indented(text) : text;
+    if (block.back() != '\n') block += "\n";
+    blocks.push_back(block);
   }
-  verdict.output = trimmed(output);
+  verdict.output = joined(blocks);
   return verdict;
 }
 
