@@ -120,7 +120,8 @@ void megatron_backward_x_case(CheckContext& context) {
 template <class T, xt::xtensor<T, 2> (*Collect)(const xt::xtensor<T, 2>&, int, int)>
 void backward_output_case(CheckContext& context) {
   const int mp = context.test.mp;
-  context.out.note(describe("output slice width") + "; element (i, j) of the gradient is 100 i + j");
+  context.out.note(describe("output slice width") +
+                   "; element (i, j) of the gradient is 100 i + j");
   const xt::xtensor<T, 2> output_grad = numbered_matrix<T>(kBatch, kWidth * mp);
   for (int idx = 0; idx < mp; ++idx) {
     record_tensor(context.out, "mp_group_idx " + std::to_string(idx),

@@ -36,10 +36,14 @@ json random_llama(Rng& rng) {
 // A GPT-2 config with n_inner null (4 n_embd) and tied embeddings (the default).
 json random_gpt2(Rng& rng) {
   const int heads = 4 * rng.uniform_int(1, 4), positions = 256 << rng.uniform_int(0, 3);
-  return {{"model_type", "gpt2"},     {"n_embd", 64 * heads},
-          {"n_layer", rng.uniform_int(2, 36)}, {"n_head", heads},
-          {"n_positions", positions}, {"n_ctx", positions},
-          {"n_inner", nullptr},       {"vocab_size", rng.uniform_int(1000, 60000)}};
+  return {{"model_type", "gpt2"},
+          {"n_embd", 64 * heads},
+          {"n_layer", rng.uniform_int(2, 36)},
+          {"n_head", heads},
+          {"n_positions", positions},
+          {"n_ctx", positions},
+          {"n_inner", nullptr},
+          {"vocab_size", rng.uniform_int(1000, 60000)}};
 }
 
 std::string write_config(CheckContext& context, const std::string& text) {

@@ -75,16 +75,18 @@ double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
   return expected.dtype == "float" ? tolerances.float_rtol : tolerances.double_rtol;
 }
 
-// "\n  This is what <known mistake> gives." when the wrong tensor matches one.
+// "\n  This is exactly what <known mistake> gives." when the wrong tensor matches known
+// mistakes (several can give the same tensor on a small layout).
 std::string known_mistake(const std::string& name, const Value& actual,
                           const std::vector<Mistake>& mistakes, const Tolerances& tolerances) {
+  std::string matches;
   for (const Mistake& mistake : mistakes) {
     if (mistake.value == name &&
         same_tensor(mistake.wrong, actual, tensor_rtol(mistake.wrong, tolerances))) {
-      return "\n  This is exactly what " + mistake.description + " gives.";
+      matches += (matches.empty() ? "" : ", or ") + mistake.description;
     }
   }
-  return "";
+  return matches.empty() ? "" : "\n  This is exactly what " + matches + " gives.";
 }
 
 std::string compare(const std::string& name, const Value& expected, const Value& actual,
@@ -170,6 +172,15 @@ std::string indented(const std::string& text) {
   return out;
 }
 
+// At most about kMaxOutput characters of a text, cut after a whole line.
+std::string whole_lines(const std::string& text) {
+  if (text.size() <= kMaxOutput) return text;
+  const std::size_t cut = text.rfind('\n', kMaxOutput);
+  const std::size_t keep = cut == std::string::npos ? text.find('\n') : cut + 1;
+  if (keep == std::string::npos) return text;
+  return text.substr(0, keep) + "[... the rest is left out]\n";
+}
+
 // Findings (one block per group of ranks) up to about kMaxOutput characters: the first is
 // always kept whole, the others that do not fit are counted.
 std::string joined(const std::vector<std::string>& blocks) {
@@ -200,7 +211,8 @@ std::string configuration(const TestRun& expected) {
 
 std::vector<std::string> forbidden_calls(const TestRun& actual) {
   std::set<std::string> calls;
-  for (const TestOutput& rank : actual.ranks) calls.insert(rank.forbidden.begin(), rank.forbidden.end());
+  for (const TestOutput& rank : actual.ranks)
+    calls.insert(rank.forbidden.begin(), rank.forbidden.end());
   return {calls.begin(), calls.end()};
 }
 
@@ -217,7 +229,7 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
     return verdict;
   }
   if (!actual.finished) {
-    verdict.output = joined({actual.problem});
+    verdict.output = whole_lines(actual.problem);
     return verdict;
   }
   // Identical findings of several ranks are reported once.

@@ -79,8 +79,9 @@ std::string add_case(const Reader& entry, const std::string& function, const std
 void read_rubric(const Reader& entry, const std::string& function,
                  const std::vector<std::string>& cases, const std::string& where, Part& part) {
   const CheckInfo& check = *find_check(function);
-  if (!entry.has("rubric")) entry.fail("\"rubric\" is missing: list what " + function +
-                                       " must get right, each with a weight");
+  if (!entry.has("rubric"))
+    entry.fail("\"rubric\" is missing: list what " + function +
+               " must get right, each with a weight");
   const json& items = entry.get("rubric");
   if (!items.is_array() || items.empty()) entry.fail("\"rubric\" must be a non-empty list");
   std::set<std::string> names;

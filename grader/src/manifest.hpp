@@ -40,7 +40,7 @@ struct Part {
   std::string file;  // the student file that holds its functions
   bool optional = false;
   std::vector<std::string> functions;  // the student functions its tests check
-  std::vector<PlannedTest> tests;  // every case any of its items is checked on, run once
+  std::vector<PlannedTest> tests;      // every case any of its items is checked on, run once
   std::vector<RubricItem> rubric;
 };
 

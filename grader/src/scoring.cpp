@@ -41,8 +41,8 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
     }
     judgement.failed.push_back(label);
     const std::string setup = configuration(*run.expected);
-    judgement.failures.push_back("On " + label + (setup.empty() ? "" : " (" + setup + ")") +
-                                 ":\n" + verdict.output);
+    judgement.failures.push_back("On " + label + (setup.empty() ? "" : " (" + setup + ")") + ":\n" +
+                                 verdict.output);
   }
   return judgement;
 }
@@ -84,7 +84,8 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
       const ItemJudgement judgement = judge_item(manifest, item, cases);
       if (judgement.passed.empty() && judgement.failed.empty()) continue;  // none of its cases ran
       TestResult result;
-      result.name = "Part " + std::to_string(part.number) + " | " + item.function + ": " + item.name;
+      result.name =
+          "Part " + std::to_string(part.number) + " | " + item.function + ": " + item.name;
       result.number = std::to_string(part.number) + "." + std::to_string(++k);
       result.max_score = item.points;
       const bool right = judgement.failed.empty();
