@@ -20,18 +20,15 @@ std::string describe(const std::string& what) {
   return "batch " + std::to_string(kBatch) + ", " + what + " " + std::to_string(kWidth);
 }
 
-// Column block r of a (batch, parts * width) matrix.
-template <class T>
-xt::xtensor<T, 2> column_block(const xt::xtensor<T, 2>& full, std::size_t r) {
-  return xt::view(full, xt::all(), xt::range(r * kWidth, (r + 1) * kWidth));
-}
+// The columns of block r of a (batch, parts * width) matrix.
+auto block_columns(std::size_t r) { return xt::range(r * kWidth, (r + 1) * kWidth); }
 
 // The (batch, blocks.size() * width) matrix with blocks[r] in column block r.
 template <class T>
 xt::xtensor<T, 2> side_by_side(const std::vector<xt::xtensor<T, 2>>& blocks) {
   xt::xtensor<T, 2> full({kBatch, blocks.size() * kWidth});
   for (std::size_t r = 0; r < blocks.size(); ++r) {
-    xt::view(full, xt::all(), xt::range(r * kWidth, (r + 1) * kWidth)) = blocks[r];
+    xt::view(full, xt::all(), block_columns(r)) = blocks[r];
   }
   return full;
 }
@@ -71,7 +68,7 @@ void naive_forward_case(CheckContext& context) {
   for (int g = 0; g < grid.dp_size; ++g) {
     const xt::xtensor<T, 2> full = numbered_matrix<T>(kBatch, kWidth * grid.mp_size, g);
     for (int r = 0; r < grid.mp_size; ++r) {
-      world_slices.push_back(column_block(full, r));
+      world_slices.push_back(xt::view(full, xt::all(), block_columns(r)));
       if (g == grid.dp_idx) group_slices.push_back(world_slices.back());
     }
   }
