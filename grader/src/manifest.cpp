@@ -203,9 +203,6 @@ Manifest load_manifest(const std::string& path) {
     part.file = p.value<std::string>("file", "");
     part.optional = p.value<bool>("optional", false);
     read_tests(p.get("tests"), where, part);
-    double total_weight = 0;
-    for (const RubricItem& item : part.rubric) total_weight += item.weight;
-    for (RubricItem& item : part.rubric) item.points = part.points * item.weight / total_weight;
     if (p.value<bool>("enabled", true)) manifest.parts.push_back(std::move(part));
   }
   return manifest;

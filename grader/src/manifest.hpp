@@ -27,8 +27,7 @@ struct PlannedTest {
 struct RubricItem {
   std::string function;
   std::string name;
-  double weight = 0;
-  double points = 0;               // the part's points * weight / the part's total weight
+  double weight = 0;  // its share of the part's points: weight / the part's total weight
   std::vector<std::string> cases;  // test ids
   bool whole_result = true;
 };

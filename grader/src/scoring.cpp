@@ -79,15 +79,21 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
   for (const Part& part : manifest.parts) {
     PartResult part_result{
         part.number, part.title + (part.optional ? " (optional)" : ""), 0, 0, 0, 0};
-    int k = 0;
+    // The part's points are shared by the items that ran (with --public-only, not all do).
+    std::vector<std::pair<const RubricItem*, ItemJudgement>> judged;
+    double weights = 0;
     for (const RubricItem& item : part.rubric) {
-      const ItemJudgement judgement = judge_item(manifest, item, cases);
+      ItemJudgement judgement = judge_item(manifest, item, cases);
       if (judgement.passed.empty() && judgement.failed.empty()) continue;  // none of its cases ran
+      weights += item.weight;
+      judged.emplace_back(&item, std::move(judgement));
+    }
+    for (const auto& [item, judgement] : judged) {
       TestResult result;
       result.name =
-          "Part " + std::to_string(part.number) + " | " + item.function + ": " + item.name;
-      result.number = std::to_string(part.number) + "." + std::to_string(++k);
-      result.max_score = item.points;
+          "Part " + std::to_string(part.number) + " | " + item->function + ": " + item->name;
+      result.number = std::to_string(part.number) + "." + std::to_string(part_result.total + 1);
+      result.max_score = part.points * item->weight / weights;
       const bool right = judgement.failed.empty();
       const auto calls = forbidden.find(part.number);
       if (calls != forbidden.end()) {
