@@ -54,13 +54,27 @@ std::string write_config(CheckContext& context, const std::string& text) {
   return path;
 }
 
+// The keys of a named config that the cost analysis reads, as they are in the file (a missing
+// one takes its Hugging Face default): the feedback shows them rather than just a file name.
+std::string key_values(const std::string& path) {
+  std::ifstream file(path);
+  const json config = json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return "(unreadable)";
+  json keys = json::object();
+  for (const char* key :
+       {"model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "vocab_size", "max_position_embeddings",
+        "tie_word_embeddings", "n_embd", "n_inner", "n_layer", "n_head", "n_positions", "n_ctx"}) {
+    if (config.contains(key)) keys[key] = config[key];
+  }
+  return keys.dump();
+}
+
 std::string config_path(CheckContext& context) {
   const std::string& name = context.test.arg;
   if (name.rfind("random ", 0) != 0) {
     const std::string path = context.configs_dir + "/" + name + ".json";
-    std::ifstream file(path);
-    const json config = json::parse(file, nullptr, /*allow_exceptions=*/false);
-    context.out.note("config " + name + ".json: " + config.dump());
+    context.out.note("config " + name + ".json: " + key_values(path));
     return path;
   }
   Rng rng = context.rng("config");

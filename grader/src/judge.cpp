@@ -132,10 +132,12 @@ std::string bytes_text(long long bytes) {
   return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
 }
 
-// The student call must move its data through the Communicator it was given, at least as much
-// as the reference moves (a padded Allreduce moves more and is fine).
+// The student call must move its data through the Communicator it was given, about as much as
+// the reference moves or more (a padded Allreduce moves more and is fine). "About": the
+// Communicator's per-call estimates round down, so the same data in more, smaller calls counts
+// a little less; a quarter less is allowed.
 std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
-  if (expected.moved <= 0 || actual.moved >= expected.moved) return "";
+  if (expected.moved <= 0 || 4 * actual.moved >= 3 * expected.moved) return "";
   return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
          " through the Communicator it was given, where the reference moves " +
          bytes_text(expected.moved) +
