@@ -121,8 +121,15 @@ void backward_output_case(CheckContext& context) {
                    "; element (i, j) of the gradient is 100 i + j");
   const xt::xtensor<T, 2> output_grad = numbered_matrix<T>(kBatch, kWidth * mp);
   for (int idx = 0; idx < mp; ++idx) {
-    record_tensor(context.out, "mp_group_idx " + std::to_string(idx),
-                  Collect(output_grad, idx, mp));
+    const std::string name = "mp_group_idx " + std::to_string(idx);
+    record_tensor(context.out, name, Collect(output_grad, idx, mp));
+    // Naive takes one column block, Megatron the whole gradient: each is the other's mistake.
+    record_mistake(context.out, name, "the whole gradient", output_grad);
+    for (int block = 0; block < mp; ++block) {
+      record_mistake(context.out, name,
+                     "column block " + std::to_string(block) + " of the gradient",
+                     xt::xtensor<T, 2>(xt::view(output_grad, xt::all(), block_columns(block))));
+    }
   }
 }
 

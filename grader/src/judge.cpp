@@ -38,7 +38,10 @@ std::string index_text(std::size_t index, const std::vector<std::size_t>& shape)
   return shape_text(at);
 }
 
-// A small tensor as nested rows: [[1, 2], [3, 4]].
+// A small tensor as nested rows, one per line, aligned under the first after the 11 characters
+// of "  expected " or "  actual   ":
+//   expected [[1, 2],
+//             [3, 4]]
 std::string tensor_text(const Value& value) {
   const bool is_float = value.dtype == "float";
   auto row = [&](std::size_t begin, std::size_t end) {
@@ -52,7 +55,7 @@ std::string tensor_text(const Value& value) {
   std::string text = "[";
   const std::size_t cols = value.shape[1];
   for (std::size_t r = 0; r < value.shape[0]; ++r) {
-    text += (r ? ",\n     " : "") + row(r * cols, (r + 1) * cols);
+    text += (r ? ",\n" + std::string(12, ' ') : "") + row(r * cols, (r + 1) * cols);
   }
   return text + "]";
 }
