@@ -68,7 +68,7 @@ std::string one_line(std::string text) {
 RankOutput parse_rank_output(const std::string& text) {
   RankOutput outputs;
   TestOutput* current = nullptr;
-  std::string current_id;
+  std::string current_id, current_part;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     const std::size_t space = line.find(' ');
@@ -78,6 +78,7 @@ RankOutput parse_rank_output(const std::string& text) {
       current_id = rest;
       current = &outputs[rest];
       *current = TestOutput{};
+      current_part.clear();
       continue;
     }
     if (current == nullptr) continue;
@@ -92,6 +93,18 @@ RankOutput parse_rank_output(const std::string& text) {
       current->exited = true;
     } else if (kind == "note") {
       current->notes.push_back(rest);
+    } else if (kind == "part") {
+      current_part = rest;
+    } else if (kind == "moved") {
+      char* end = nullptr;
+      const long long bytes = std::strtoll(rest.c_str(), &end, 10);
+      if (!rest.empty() && *end == '\0' && bytes >= 0) current->moved = bytes;
+    } else if (kind == "mistake") {
+      const std::size_t tab = rest.find('\t'), second = rest.find('\t', tab + 1);
+      if (second == std::string::npos) continue;
+      Mistake mistake{rest.substr(0, tab), rest.substr(tab + 1, second - tab - 1), {}};
+      if (parse_tensor(rest.substr(second + 1), mistake.wrong))
+        current->mistakes.push_back(std::move(mistake));
     } else if (kind == "error") {
       current->errors.push_back(rest);
     } else if (kind == "forbidden") {
@@ -104,6 +117,7 @@ RankOutput parse_rank_output(const std::string& text) {
       const std::size_t tab = rest.find('\t');
       if (tab == std::string::npos) continue;
       Value value;
+      value.part = current_part;
       if (parse_value(kind, rest.substr(tab + 1), value)) {
         current->values.emplace_back(rest.substr(0, tab), std::move(value));
       }
@@ -126,6 +140,19 @@ void RecordWriter::note(const std::string& text) {
   std::fprintf(file_, "note %s\n", one_line(text).c_str());
 }
 
+void RecordWriter::part(const std::string& name) {
+  std::fprintf(file_, "part %s\n", one_line(name).c_str());
+}
+
+void RecordWriter::moved(unsigned long long bytes) { std::fprintf(file_, "moved %llu\n", bytes); }
+
+void RecordWriter::mistake(const std::string& value, const std::string& description,
+                           const std::string& dtype, const std::vector<std::size_t>& shape,
+                           const std::vector<double>& values) {
+  std::fprintf(file_, "mistake %s\t%s\t", one_line(value).c_str(), one_line(description).c_str());
+  tensor_payload(dtype, shape, values);
+}
+
 void RecordWriter::integer(const std::string& name, long long value) {
   std::fprintf(file_, "int %s\t%lld\n", one_line(name).c_str(), value);
 }
@@ -137,7 +164,13 @@ void RecordWriter::real(const std::string& name, double value) {
 void RecordWriter::tensor(const std::string& name, const std::string& dtype,
                           const std::vector<std::size_t>& shape,
                           const std::vector<double>& values) {
-  std::fprintf(file_, "tensor %s\t%s %zu", one_line(name).c_str(), dtype.c_str(), shape.size());
+  std::fprintf(file_, "tensor %s\t", one_line(name).c_str());
+  tensor_payload(dtype, shape, values);
+}
+
+void RecordWriter::tensor_payload(const std::string& dtype, const std::vector<std::size_t>& shape,
+                                  const std::vector<double>& values) {
+  std::fprintf(file_, "%s %zu", dtype.c_str(), shape.size());
   for (std::size_t dim : shape) std::fprintf(file_, " %zu", dim);
   std::fputs(" :", file_);
   for (double v : values) std::fprintf(file_, " %.17g", v);

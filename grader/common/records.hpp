@@ -4,9 +4,15 @@
 // "end <id>"; a block without its end is a test during which that rank died or hung. In between,
 // one record per line, name and payload separated by a tab:
 //   note <text>                              describes the configuration (for feedback)
+//   part <name>                              the values that follow form this part of the
+//                                            result (a rubric item may judge it alone)
 //   int <name>\t<value>
 //   real <name>\t<value>
 //   tensor <name>\t<dtype> <ndim> <dims...> : <values...>
+//   mistake <name>\t<what>\t<tensor payload>   what value <name> would be after a known
+//                                            mistake (the reference's are used to name it)
+//   moved <bytes>                            bytes the student call moved through the
+//                                            Communicator it was given (its byte counter)
 //   error <text>                             the function threw; <text> is what() on one line
 //   forbidden <MPI call>\t<caller>           a call outside the allowed collectives
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
@@ -29,6 +35,14 @@ struct Value {
   std::vector<std::size_t> shape;
   std::vector<double> values;  // a real or a tensor's elements, row-major
   long long integer = 0;
+  std::string part;  // the part of the result it belongs to ("" if none was named)
+};
+
+// What a value would be after a known mistake ("rows and columns interleaved").
+struct Mistake {
+  std::string value;  // the name of the value it stands for
+  std::string description;
+  Value wrong;
 };
 
 struct TestOutput {
@@ -40,6 +54,8 @@ struct TestOutput {
   std::vector<std::pair<std::string, Value>> values;  // in the order written
   std::vector<std::string> errors;
   std::vector<std::string> forbidden;  // "MPI_Bcast (called from ...)"
+  std::vector<Mistake> mistakes;
+  long long moved = -1;  // bytes moved through the Communicator; -1: not measured
 
   const Value* find(const std::string& name) const;
 };
@@ -61,6 +77,10 @@ class RecordWriter {
   void begin(const std::string& id);
   void end(const std::string& id);
   void note(const std::string& text);
+  void part(const std::string& name);
+  void mistake(const std::string& value, const std::string& description, const std::string& dtype,
+               const std::vector<std::size_t>& shape, const std::vector<double>& values);
+  void moved(unsigned long long bytes);
   void integer(const std::string& name, long long value);
   void real(const std::string& name, double value);
   void tensor(const std::string& name, const std::string& dtype,
@@ -69,6 +89,9 @@ class RecordWriter {
   void forbidden(const std::string& call, const std::string& caller);
 
  private:
+  void tensor_payload(const std::string& dtype, const std::vector<std::size_t>& shape,
+                      const std::vector<double>& values);
+
   std::FILE* file_;
 };
 

@@ -8,21 +8,35 @@ namespace dtk::grade {
 
 const std::vector<CheckInfo>& all_checks() {
   static const std::vector<CheckInfo> checks = {
-      {"split_train", CaseKind::layout, false, true},
-      {"get_info", CaseKind::layout, true, false},
-      {"naive_collect_forward_input", CaseKind::layout, true, true},
-      {"naive_collect_forward_output", CaseKind::layout, true, true},
-      {"model_training_cost_analysis", CaseKind::config, false, false},
-      {"get_optimal_N_D", CaseKind::budget, false, false},
-      {"megatron_collect_forward_input", CaseKind::layout, true, true},
-      {"megatron_collect_forward_output", CaseKind::layout, true, true},
-      {"naive_collect_backward_output", CaseKind::layout, false, true},
-      {"naive_collect_backward_x", CaseKind::layout, true, true},
-      {"megatron_collect_backward_output", CaseKind::layout, false, true},
-      {"megatron_collect_backward_x", CaseKind::layout, true, true},
-      {"collect_weight_grad", CaseKind::layout, true, true},
+      {"split_train", CaseKind::layout, false, true, {"x_train blocks", "y_train blocks"}},
+      {"get_info",
+       CaseKind::layout,
+       true,
+       false,
+       {"mp_idx and dp_idx", "mp_comm: members and order", "dp_comm: members and order",
+        "slice widths, naive", "slice widths, Megatron"}},
+      {"naive_collect_forward_input", CaseKind::layout, true, true, {}},
+      {"naive_collect_forward_output", CaseKind::layout, true, true, {}},
+      {"model_training_cost_analysis",
+       CaseKind::config,
+       false,
+       false,
+       {"number of parameters", "TFLOPs", "peak memory", "broken configs: std::runtime_error"}},
+      {"get_optimal_N_D", CaseKind::budget, false, false, {"optimal N", "optimal D"}},
+      {"megatron_collect_forward_input", CaseKind::layout, true, true, {}},
+      {"megatron_collect_forward_output", CaseKind::layout, true, true, {}},
+      {"naive_collect_backward_output", CaseKind::layout, false, true, {}},
+      {"naive_collect_backward_x", CaseKind::layout, true, true, {}},
+      {"megatron_collect_backward_output", CaseKind::layout, false, true, {}},
+      {"megatron_collect_backward_x", CaseKind::layout, true, true, {}},
+      {"collect_weight_grad", CaseKind::layout, true, true, {"grad_w", "grad_b"}},
   };
   return checks;
+}
+
+const std::vector<std::string>& broken_configs() {
+  static const std::vector<std::string> broken = {"missing file", "malformed JSON", "missing key"};
+  return broken;
 }
 
 const CheckInfo* find_check(const std::string& function) {
@@ -95,14 +109,17 @@ TestCase parse_budget(const CheckInfo& check, const std::string& text) {
 
 TestCase parse_config(const CheckInfo& check, const std::string& text) {
   const bool random = text.rfind("random llama", 0) == 0 || text.rfind("random gpt2", 0) == 0;
+  for (const std::string& broken : broken_configs()) {
+    if (text == broken) return TestCase{check.function, 1, 1, "", text};
+  }
   const bool name = !text.empty() && text.find_first_not_of(
                                          "abcdefghijklmnopqrstuvwxyz"
                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                          "0123456789._-") == std::string::npos;
   if (!random && !name) {
     bad_case(check.function, text,
-             "expected a config name from grader/configs, or \"random llama\" / \"random gpt2\" "
-             "(optionally with a tag)");
+             "expected a config name from grader/configs, \"random llama\" / \"random gpt2\" "
+             "(optionally with a tag), \"missing file\", \"malformed JSON\" or \"missing key\"");
   }
   return TestCase{check.function, 1, 1, "", text};
 }

@@ -6,8 +6,10 @@
 //
 // Case texts, by the kind of argument the function takes:
 //   layout  "mp=M dp=D [float|double]": the (mp, dp) grid and the value type (get_info has none)
-//   config  a config name from grader/configs ("gpt2_small"), or "random llama" / "random gpt2"
-//           (a config drawn from the seed; add a tag, "random gpt2 b", for a second one)
+//   config  a config name from grader/configs ("gpt2_small"), "random llama" / "random gpt2"
+//           (a config of fixed structure whose sizes are drawn from the seed; add a tag,
+//           "random gpt2 b", for a second one), or a broken config the function must refuse
+//           with std::runtime_error: "missing file", "malformed JSON", "missing key"
 //   budget  a training budget in FLOPs ("1.23e22"), or "random" ("random b", ...)
 #pragma once
 
@@ -18,13 +20,21 @@ namespace dtk::grade {
 
 enum class CaseKind { layout, config, budget };
 
-// What the grader and the runner both need to know about a checked function.
+// What the grader and the runner both need to know about a checked function. The runner's
+// code for it registers itself next to that code (DTK_GRADE_CHECK) and the runner refuses to
+// start when a check listed here has no code, or the other way round.
 struct CheckInfo {
   const char* function;  // the student function, e.g. "get_info"
   CaseKind kind;
   bool collective;  // runs on mp * dp ranks; otherwise one process plays every rank
   bool typed;       // has a float and a double version
+  // The parts of the result the check records under names of their own ("mp_comm: members and
+  // order"): a rubric item of the same name is judged on that part only (see manifest.hpp).
+  std::vector<std::string> result_parts;
 };
+
+// The broken configs of a config check, refused with std::runtime_error.
+const std::vector<std::string>& broken_configs();
 
 // Every function the hidden tests can check.
 const std::vector<CheckInfo>& all_checks();

@@ -36,24 +36,35 @@ Grid::Grid(const CheckContext& context)
       mp_comm(context.world.Split(/*color=*/dp_idx, /*key=*/mp_idx)),
       dp_comm(context.world.Split(/*color=*/mp_idx, /*key=*/dp_idx)) {}
 
+namespace {
+
+std::map<std::string, CheckFunction>& registry() {
+  static std::map<std::string, CheckFunction> checks;
+  return checks;
+}
+
+}  // namespace
+
+CheckRegistration::CheckRegistration(const char* function, CheckFunction code) {
+  registry()[function] = code;
+}
+
 CheckFunction check_function(const std::string& function) {
-  static const std::map<std::string, CheckFunction> checks = {
-      {"split_train", check_split_train},
-      {"get_info", check_get_info},
-      {"naive_collect_forward_input", check_naive_collect_forward_input},
-      {"naive_collect_forward_output", check_naive_collect_forward_output},
-      {"megatron_collect_forward_input", check_megatron_collect_forward_input},
-      {"megatron_collect_forward_output", check_megatron_collect_forward_output},
-      {"naive_collect_backward_output", check_naive_collect_backward_output},
-      {"naive_collect_backward_x", check_naive_collect_backward_x},
-      {"megatron_collect_backward_output", check_megatron_collect_backward_output},
-      {"megatron_collect_backward_x", check_megatron_collect_backward_x},
-      {"collect_weight_grad", check_collect_weight_grad},
-      {"model_training_cost_analysis", check_model_training_cost_analysis},
-      {"get_optimal_N_D", check_get_optimal_N_D},
-  };
-  const auto found = checks.find(function);
-  return found == checks.end() ? nullptr : found->second;
+  const auto found = registry().find(function);
+  return found == registry().end() ? nullptr : found->second;
+}
+
+std::string registration_problems() {
+  std::string problems;
+  for (const CheckInfo& check : all_checks()) {
+    if (!check_function(check.function))
+      problems += std::string("no code registered for the check of ") + check.function + "\n";
+  }
+  for (const auto& [function, code] : registry()) {
+    if (!find_check(function))
+      problems += "code registered for \"" + function + "\", which all_checks() does not list\n";
+  }
+  return problems;
 }
 
 }  // namespace dtk::grade

@@ -60,6 +60,17 @@ xt::xtensor<T, 2> random_matrix(Rng& rng, std::size_t rows, std::size_t cols) {
   return m;
 }
 
+// Values that say where they come from, like the public tests': element (i, j) of block b is
+// 1000 b + 100 i + j, so a misplaced value in the feedback reads as its origin.
+template <class T>
+xt::xtensor<T, 2> numbered_matrix(std::size_t rows, std::size_t cols, int block = 0) {
+  xt::xtensor<T, 2> m({rows, cols});
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) m(i, j) = static_cast<T>(1000 * block + 100 * i + j);
+  }
+  return m;
+}
+
 template <class T>
 const char* dtype_name() {
   if constexpr (std::is_same_v<T, float>) return "float";
@@ -77,6 +88,27 @@ void record_tensor(RecordWriter& out, const std::string& name, const E& tensor) 
   out.tensor(name, dtype_name<T>(), shape, values);
 }
 
+// Records what value `name` would be after a known mistake, for the feedback to name it.
+template <class E>
+void record_mistake(RecordWriter& out, const std::string& name, const std::string& mistake,
+                    const E& tensor) {
+  using T = typename E::value_type;
+  std::vector<std::size_t> shape(tensor.shape().begin(), tensor.shape().end());
+  std::vector<double> values(tensor.begin(), tensor.end());
+  out.mistake(name, mistake, dtype_name<T>(), shape, values);
+}
+
+// Calls `student_call` and records how many bytes it moved through `comm`, the Communicator
+// the student function was given: results must travel through it, not through files or MPI
+// calls of the submission's own.
+template <class Call>
+auto moved_through(CheckContext& context, Communicator& comm, Call&& student_call) {
+  const std::uint64_t before = comm.total_bytes_transferred();
+  auto result = student_call();
+  context.out.moved(comm.total_bytes_transferred() - before);
+  return result;
+}
+
 using CheckFunction = void (*)(CheckContext&);
 
 // Runs the float or the double version of a check, as the test's type says.
@@ -84,21 +116,17 @@ inline void run_typed(CheckContext& context, CheckFunction for_float, CheckFunct
   (context.test.type == "float" ? for_float : for_double)(context);
 }
 
-// The entry point of every check, by function name.
+// Registers the code of the check of `function` (a name in test_case.cpp's all_checks()).
+struct CheckRegistration {
+  CheckRegistration(const char* function, CheckFunction code);
+};
+#define DTK_GRADE_CHECK(function, code) \
+  static const ::dtk::grade::CheckRegistration registered_##function(#function, code)
+
+// The code of a check, by function name; nullptr if none registered.
 CheckFunction check_function(const std::string& function);
 
-void check_split_train(CheckContext& context);
-void check_get_info(CheckContext& context);
-void check_naive_collect_forward_input(CheckContext& context);
-void check_naive_collect_forward_output(CheckContext& context);
-void check_megatron_collect_forward_input(CheckContext& context);
-void check_megatron_collect_forward_output(CheckContext& context);
-void check_naive_collect_backward_output(CheckContext& context);
-void check_naive_collect_backward_x(CheckContext& context);
-void check_megatron_collect_backward_output(CheckContext& context);
-void check_megatron_collect_backward_x(CheckContext& context);
-void check_collect_weight_grad(CheckContext& context);
-void check_model_training_cost_analysis(CheckContext& context);
-void check_get_optimal_N_D(CheckContext& context);
+// What does not match between all_checks() and the registered code ("" if all is well).
+std::string registration_problems();
 
 }  // namespace dtk::grade

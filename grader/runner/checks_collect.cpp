@@ -1,5 +1,9 @@
-// Parts 3 and 6: the collectors of model-parallel and data-parallel training. Every rank holds
-// random data of random shape; the communicators come from Grid (never from get_info).
+// Parts 3 and 6: the collectors of model-parallel and data-parallel training. Collectors that
+// move values around get numbered values, those that sum get random ones from the seed; the
+// communicators come from Grid (never from get_info).
+#include <algorithm>
+
+#include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 
 #include "check_context.hpp"
@@ -8,44 +12,84 @@ namespace dtk::grade {
 
 namespace {
 
-struct Shape {
-  std::size_t batch, width;  // width: the per-rank slice of the split dimension
-};
+// Fixed shapes, chosen to expose the known mistakes: more than one row (a forgotten rearrangement
+// after Allgather shows), slices wider than one column, and rows != columns.
+constexpr std::size_t kBatch = 3, kWidth = 2;
 
-Shape random_shape(const CheckContext& context) {
-  Rng rng = context.rng("shape");
-  const std::size_t batch = rng.uniform_int(1, 4);
-  return {batch, static_cast<std::size_t>(rng.uniform_int(1, 4))};
+std::string describe(const std::string& what) {
+  return "batch " + std::to_string(kBatch) + ", " + what + " " + std::to_string(kWidth);
 }
 
-std::string describe(const Shape& shape, const std::string& what) {
-  return "batch " + std::to_string(shape.batch) + ", " + what + " " + std::to_string(shape.width);
+// The columns of block r of a (batch, parts * width) matrix.
+auto block_columns(std::size_t r) { return xt::range(r * kWidth, (r + 1) * kWidth); }
+
+// The (batch, blocks.size() * width) matrix with blocks[r] in column block r.
+template <class T>
+xt::xtensor<T, 2> side_by_side(const std::vector<xt::xtensor<T, 2>>& blocks) {
+  xt::xtensor<T, 2> full({kBatch, blocks.size() * kWidth});
+  for (std::size_t r = 0; r < blocks.size(); ++r) {
+    xt::view(full, xt::all(), block_columns(r)) = blocks[r];
+  }
+  return full;
 }
 
-// Naive forward: rank mp_idx of each model-parallel group holds column block mp_idx of a matrix
-// of its data-parallel group.
+// What a naive forward collector returns after the known mistakes, from every rank's slice.
+template <class T>
+void record_gather_mistakes(CheckContext& context, const Grid& grid,
+                            const std::vector<xt::xtensor<T, 2>>& group_slices,
+                            const std::vector<xt::xtensor<T, 2>>& world_slices) {
+  xt::xtensor<T, 2> interleaved({kBatch, group_slices.size() * kWidth});
+  auto at = interleaved.begin();
+  for (const auto& slice : group_slices) at = std::copy(slice.begin(), slice.end(), at);
+  record_mistake(context.out, "result",
+                 "Allgather's blocks kept as they land in memory (rows and columns interleaved)",
+                 interleaved);
+  record_mistake(context.out, "result", "the column blocks in reverse rank order",
+                 side_by_side(std::vector(group_slices.rbegin(), group_slices.rend())));
+  xt::xtensor<T, 2> sum = xt::zeros<T>({kBatch, kWidth});
+  for (const auto& slice : group_slices) sum += slice;
+  record_mistake(context.out, "result", "the slices summed instead of gathered", sum);
+  if (grid.dp_size > 1) {
+    record_mistake(context.out, "result",
+                   "the slices of every rank gathered (the world communicator, not mp_comm)",
+                   side_by_side(world_slices));
+  }
+}
+
+// Naive forward: rank mp_idx of each model-parallel group holds column block mp_idx of its
+// data-parallel group's matrix, whose element (i, j) is 1000 dp_idx + 100 i + j.
 template <class T, xt::xtensor<T, 2> (*Collect)(const xt::xtensor<T, 2>&, Communicator&, int)>
 void naive_forward_case(CheckContext& context) {
   Grid grid(context);
-  const Shape shape = random_shape(context);
-  context.out.note(describe(shape, "slice width"));
-  Rng data = context.rng("data dp_idx=" + std::to_string(grid.dp_idx));
-  const xt::xtensor<T, 2> full = random_matrix<T>(data, shape.batch, shape.width * grid.mp_size);
-  const xt::xtensor<T, 2> slice = xt::view(
-      full, xt::all(), xt::range(grid.mp_idx * shape.width, (grid.mp_idx + 1) * shape.width));
-  record_tensor(context.out, "result", Collect(slice, grid.mp_comm, grid.mp_size));
+  context.out.note(describe("slice width") +
+                   "; element (i, j) of the full matrix of data-parallel group g is "
+                   "1000 g + 100 i + j");
+  std::vector<xt::xtensor<T, 2>> group_slices, world_slices;
+  for (int g = 0; g < grid.dp_size; ++g) {
+    const xt::xtensor<T, 2> full = numbered_matrix<T>(kBatch, kWidth * grid.mp_size, g);
+    for (int r = 0; r < grid.mp_size; ++r) {
+      world_slices.push_back(xt::view(full, xt::all(), block_columns(r)));
+      if (g == grid.dp_idx) group_slices.push_back(world_slices.back());
+    }
+  }
+  const xt::xtensor<T, 2>& slice = group_slices[grid.mp_idx];
+  record_tensor(context.out, "result", moved_through(context, grid.mp_comm, [&] {
+                  return Collect(slice, grid.mp_comm, grid.mp_size);
+                }));
+  record_gather_mistakes(context, grid, group_slices, world_slices);
 }
 
-// A collector taking (tensor, mp_comm, mp_size), on a random (batch, width * mp_size) tensor
-// of this rank's own (width_factor 1: (batch, width)).
+// A collector taking (tensor, mp_comm, mp_size), on a random (batch, width * width_factor)
+// tensor of this rank's own.
 template <class T, xt::xtensor<T, 2> (*Collect)(const xt::xtensor<T, 2>&, Communicator&, int)>
 void per_rank_case(CheckContext& context, int width_factor, const std::string& what) {
   Grid grid(context);
-  const Shape shape = random_shape(context);
-  context.out.note(describe(shape, what));
+  context.out.note(describe(what));
   Rng data = context.rng("data rank=" + std::to_string(grid.rank));
-  const xt::xtensor<T, 2> mine = random_matrix<T>(data, shape.batch, shape.width * width_factor);
-  record_tensor(context.out, "result", Collect(mine, grid.mp_comm, grid.mp_size));
+  const xt::xtensor<T, 2> mine = random_matrix<T>(data, kBatch, kWidth * width_factor);
+  record_tensor(context.out, "result", moved_through(context, grid.mp_comm, [&] {
+                  return Collect(mine, grid.mp_comm, grid.mp_size);
+                }));
 }
 
 template <class T>
@@ -68,36 +112,43 @@ void megatron_backward_x_case(CheckContext& context) {
   per_rank_case<T, megatron_collect_backward_x<T>>(context, 1, "input slice width");
 }
 
-// Backward output side: no communication; one process asks for every mp_group_idx.
+// Backward output side: no communication; one process asks for every mp_group_idx, of a
+// gradient whose element (i, j) is 100 i + j.
 template <class T, xt::xtensor<T, 2> (*Collect)(const xt::xtensor<T, 2>&, int, int)>
 void backward_output_case(CheckContext& context) {
   const int mp = context.test.mp;
-  const Shape shape = random_shape(context);
-  context.out.note(describe(shape, "output slice width"));
-  Rng data = context.rng("data");
-  const xt::xtensor<T, 2> output_grad = random_matrix<T>(data, shape.batch, shape.width * mp);
+  context.out.note(describe("output slice width") +
+                   "; element (i, j) of the gradient is 100 i + j");
+  const xt::xtensor<T, 2> output_grad = numbered_matrix<T>(kBatch, kWidth * mp);
   for (int idx = 0; idx < mp; ++idx) {
-    record_tensor(context.out, "mp_group_idx " + std::to_string(idx),
-                  Collect(output_grad, idx, mp));
+    const std::string name = "mp_group_idx " + std::to_string(idx);
+    record_tensor(context.out, name, Collect(output_grad, idx, mp));
+    // Naive takes one column block, Megatron the whole gradient: each is the other's mistake.
+    record_mistake(context.out, name, "the whole gradient", output_grad);
+    for (int block = 0; block < mp; ++block) {
+      record_mistake(context.out, name,
+                     "column block " + std::to_string(block) + " of the gradient",
+                     xt::xtensor<T, 2>(xt::view(output_grad, xt::all(), block_columns(block))));
+    }
   }
 }
 
 template <class T>
 void collect_weight_grad_case(CheckContext& context) {
   Grid grid(context);
-  Rng rng = context.rng("shape");
-  const std::size_t rows = rng.uniform_int(1, 4), cols = rng.uniform_int(1, 4);
+  const std::size_t rows = 3, cols = 4;
   context.out.note("grad_w (" + std::to_string(rows) + ", " + std::to_string(cols) +
                    "), grad_b (1, " + std::to_string(cols) + ")");
   Rng data = context.rng("data rank=" + std::to_string(grid.rank));
   const xt::xtensor<T, 2> grad_w = random_matrix<T>(data, rows, cols);
   const xt::xtensor<T, 2> grad_b = random_matrix<T>(data, 1, cols);
-  const auto [total_w, total_b] = collect_weight_grad<T>(grad_w, grad_b, grid.dp_comm);
+  const auto [total_w, total_b] = moved_through(
+      context, grid.dp_comm, [&] { return collect_weight_grad<T>(grad_w, grad_b, grid.dp_comm); });
+  context.out.part("grad_w");
   record_tensor(context.out, "grad_w", total_w);
+  context.out.part("grad_b");
   record_tensor(context.out, "grad_b", total_b);
 }
-
-}  // namespace
 
 void check_naive_collect_forward_input(CheckContext& context) {
   run_typed(context, naive_forward_case<float, naive_collect_forward_input<float>>,
@@ -138,5 +189,17 @@ void check_megatron_collect_backward_x(CheckContext& context) {
 void check_collect_weight_grad(CheckContext& context) {
   run_typed(context, collect_weight_grad_case<float>, collect_weight_grad_case<double>);
 }
+
+}  // namespace
+
+DTK_GRADE_CHECK(naive_collect_forward_input, check_naive_collect_forward_input);
+DTK_GRADE_CHECK(naive_collect_forward_output, check_naive_collect_forward_output);
+DTK_GRADE_CHECK(megatron_collect_forward_input, check_megatron_collect_forward_input);
+DTK_GRADE_CHECK(megatron_collect_forward_output, check_megatron_collect_forward_output);
+DTK_GRADE_CHECK(naive_collect_backward_output, check_naive_collect_backward_output);
+DTK_GRADE_CHECK(naive_collect_backward_x, check_naive_collect_backward_x);
+DTK_GRADE_CHECK(megatron_collect_backward_output, check_megatron_collect_backward_output);
+DTK_GRADE_CHECK(megatron_collect_backward_x, check_megatron_collect_backward_x);
+DTK_GRADE_CHECK(collect_weight_grad, check_collect_weight_grad);
 
 }  // namespace dtk::grade

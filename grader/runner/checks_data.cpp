@@ -1,35 +1,58 @@
 // Part 1: split_train. One process plays every rank of the (mp, dp) grid.
+#include <xtensor/xview.hpp>
+
 #include "check_context.hpp"
 
 namespace dtk::grade {
 
 namespace {
 
+// Rows [dp_idx * per_rank, (dp_idx + 1) * per_rank) of x and y.
+template <class T>
+auto block(const xt::xtensor<T, 2>& x, const xt::xtensor<std::int32_t, 1>& y, int dp_idx,
+           std::size_t per_rank) {
+  const std::size_t begin = dp_idx * per_rank, end = begin + per_rank;
+  return std::pair{xt::xtensor<T, 2>(xt::view(x, xt::range(begin, end), xt::all())),
+                   xt::xtensor<std::int32_t, 1>(xt::view(y, xt::range(begin, end)))};
+}
+
 template <class T>
 void split_train_case(CheckContext& context) {
   const int mp = context.test.mp, dp = context.test.dp;
-  Rng shape = context.rng("shape");
-  // Often not a multiple of dp: the leftover rows must be dropped.
-  const std::size_t rows = dp * shape.uniform_int(1, 5) + shape.uniform_int(0, dp - 1);
-  const std::size_t features = shape.uniform_int(1, 4);
-  Rng data = context.rng("data");
-  const xt::xtensor<T, 2> x = random_matrix<T>(data, rows, features);
+  // Three rows per replica and, with dp > 1, dp - 1 leftover rows that must be dropped. Row i
+  // of x is (100 i, 100 i + 1, 100 i + 2) and its label is i, so a misplaced row reads as its
+  // index.
+  const std::size_t per_rank = 3, rows = per_rank * dp + (dp - 1), features = 3;
+  const xt::xtensor<T, 2> x = numbered_matrix<T>(rows, features);
   auto y = xt::xtensor<std::int32_t, 1>::from_shape({rows});
-  for (std::int32_t& label : y) label = data.uniform_int(0, 999);
-
+  for (std::size_t i = 0; i < rows; ++i) y(i) = static_cast<std::int32_t>(i);
   context.out.note("training set of " + std::to_string(rows) + " rows and " +
-                   std::to_string(features) + " features; every rank of the grid is checked");
+                   std::to_string(features) + " features, row i = (100 i, 100 i + 1, 100 i + 2) " +
+                   "with label i; every rank of the grid is checked");
+
+  std::vector<std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>>> blocks;
+  for (int rank = 0; rank < mp * dp; ++rank) blocks.push_back(split_train<T>(x, y, mp, dp, rank));
+  const char* modulo = "the block of replica rank % dp_size (ranks grouped by modulo)";
+  context.out.part("x_train blocks");
   for (int rank = 0; rank < mp * dp; ++rank) {
-    const auto [x_part, y_part] = split_train<T>(x, y, mp, dp, rank);
-    record_tensor(context.out, "rank " + std::to_string(rank) + ": x block", x_part);
-    record_tensor(context.out, "rank " + std::to_string(rank) + ": y block", y_part);
+    const std::string name = "rank " + std::to_string(rank) + ": x block";
+    record_tensor(context.out, name, blocks[rank].first);
+    record_mistake(context.out, name, modulo, block(x, y, rank % dp, per_rank).first);
+  }
+  context.out.part("y_train blocks");
+  for (int rank = 0; rank < mp * dp; ++rank) {
+    const std::string name = "rank " + std::to_string(rank) + ": y block";
+    record_tensor(context.out, name, blocks[rank].second);
+    record_mistake(context.out, name, modulo, block(x, y, rank % dp, per_rank).second);
   }
 }
-
-}  // namespace
 
 void check_split_train(CheckContext& context) {
   run_typed(context, split_train_case<float>, split_train_case<double>);
 }
+
+}  // namespace
+
+DTK_GRADE_CHECK(split_train, check_split_train);
 
 }  // namespace dtk::grade

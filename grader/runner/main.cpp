@@ -212,6 +212,11 @@ void report_forbidden_call(const char* call, const void* return_address) {
 
 int main(int argc, char** argv) {
   using namespace dtk::grade;
+  if (const std::string problems = registration_problems(); !problems.empty()) {
+    std::fprintf(stderr, "dtk-grade-runner: its checks are registered wrong:\n%s",
+                 problems.c_str());
+    return 2;
+  }
   MPI_Init(&argc, &argv);
   const Options options = parse_options(argc, argv);
   allow_mpi_calls(options.allowed_mpi);

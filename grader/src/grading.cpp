@@ -26,13 +26,11 @@ namespace {
 struct Planned {
   const Part* part;
   TestCase test;
-  std::string number;  // "3.4"
 };
 
 std::vector<Planned> plan_tests(const Manifest& manifest, bool public_only, std::string& notes) {
   std::vector<Planned> plan;
   for (const Part& part : manifest.parts) {
-    int k = 0;
     for (const PlannedTest& planned : part.tests) {
       if (public_only && !planned.is_public) continue;
       if (planned.test.ranks() > manifest.max_ranks) {
@@ -41,8 +39,7 @@ std::vector<Planned> plan_tests(const Manifest& manifest, bool public_only, std:
                  std::to_string(manifest.max_ranks) + ").\n";
         continue;
       }
-      plan.push_back(
-          {&part, planned.test, std::to_string(part.number) + "." + std::to_string(++k)});
+      plan.push_back({&part, planned.test});
     }
   }
   return plan;
@@ -241,22 +238,21 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   const std::map<std::string, TestRun> expected = expected_future.get();
   sandbox.reset();  // ends whatever the submission left running
 
-  // Judge every test; a forbidden call found by the audit or at run time costs its part.
-  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
+  // A forbidden call found by the audit or at run time costs its part.
   std::map<int, std::set<std::string>> forbidden;
-  std::vector<JudgedTest> judged;
+  std::map<std::string, CaseOutcome> outcomes;
   for (const Planned& planned : plan) {
-    const TestRun& reference_run = expected.at(planned.test.id());
-    JudgedTest test{planned.part, planned.test, planned.number, configuration(reference_run), {}};
-    const auto why = blocked.find(planned.test.id());
+    const std::string id = planned.test.id();
+    CaseOutcome& outcome = outcomes[id];
+    outcome.expected = &expected.at(id);
+    const auto why = blocked.find(id);
     if (why != blocked.end()) {
-      test.verdict.output = why->second;
-    } else {
-      test.verdict = judge(reference_run, actual.at(planned.test.id()), tolerances);
+      outcome.blocked = why->second;
+      continue;
     }
-    for (const std::string& call : test.verdict.forbidden)
+    outcome.actual = &actual.at(id);
+    for (const std::string& call : forbidden_calls(*outcome.actual))
       forbidden[planned.part->number].insert(call);
-    judged.push_back(test);
   }
   for (const Part& part : manifest.parts) {
     const auto audit = audits.find(part.file);
@@ -274,7 +270,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   Report report;
   report.visibility = manifest.visibility;
   report.output = summary;
-  score(manifest, judged, forbidden, report);
+  score(manifest, outcomes, forbidden, report);
   if (grading.options.keep_scratch) {
     log << "Scratch directory kept: " << scratch << std::endl;
   } else {

@@ -38,7 +38,10 @@ std::string index_text(std::size_t index, const std::vector<std::size_t>& shape)
   return shape_text(at);
 }
 
-// A small tensor as nested rows: [[1, 2], [3, 4]].
+// A small tensor as nested rows, one per line, aligned under the first after the 11 characters
+// of "  expected " or "  actual   ":
+//   expected [[1, 2],
+//             [3, 4]]
 std::string tensor_text(const Value& value) {
   const bool is_float = value.dtype == "float";
   auto row = [&](std::size_t begin, std::size_t end) {
@@ -52,7 +55,7 @@ std::string tensor_text(const Value& value) {
   std::string text = "[";
   const std::size_t cols = value.shape[1];
   for (std::size_t r = 0; r < value.shape[0]; ++r) {
-    text += (r ? ",\n     " : "") + row(r * cols, (r + 1) * cols);
+    text += (r ? ",\n" + std::string(12, ' ') : "") + row(r * cols, (r + 1) * cols);
   }
   return text + "]";
 }
@@ -62,8 +65,35 @@ bool close(double expected, double actual, double rtol, bool relative_only) {
   return std::fabs(actual - expected) <= rtol * scale;  // false for NaN
 }
 
+bool same_tensor(const Value& expected, const Value& actual, double rtol) {
+  if (expected.shape != actual.shape) return false;
+  for (std::size_t i = 0; i < expected.values.size(); ++i) {
+    if (!close(expected.values[i], actual.values[i], rtol, false)) return false;
+  }
+  return true;
+}
+
+double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
+  if (expected.dtype == "int32" || expected.dtype == "int64") return 0;
+  return expected.dtype == "float" ? tolerances.float_rtol : tolerances.double_rtol;
+}
+
+// "\n  This is exactly what <known mistake> gives." when the wrong tensor matches known
+// mistakes (several can give the same tensor on a small layout).
+std::string known_mistake(const std::string& name, const Value& actual,
+                          const std::vector<Mistake>& mistakes, const Tolerances& tolerances) {
+  std::string matches;
+  for (const Mistake& mistake : mistakes) {
+    if (mistake.value == name &&
+        same_tensor(mistake.wrong, actual, tensor_rtol(mistake.wrong, tolerances))) {
+      matches += (matches.empty() ? "" : ", or ") + mistake.description;
+    }
+  }
+  return matches.empty() ? "" : "\n  This is exactly what " + matches + " gives.";
+}
+
 std::string compare(const std::string& name, const Value& expected, const Value& actual,
-                    const Tolerances& tolerances) {
+                    const Tolerances& tolerances, const std::vector<Mistake>& mistakes) {
   if (actual.kind != expected.kind) return name + ": has the wrong kind of value";
   if (expected.kind == Value::Kind::integer) {
     if (expected.integer == actual.integer) return "";
@@ -81,12 +111,9 @@ std::string compare(const std::string& name, const Value& expected, const Value&
                        shape_text(actual.shape);
     if (small)
       text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
-    return text;
+    return text + known_mistake(name, actual, mistakes, tolerances);
   }
-  const bool exact = expected.dtype == "int32" || expected.dtype == "int64";
-  const double rtol = exact                       ? 0
-                      : expected.dtype == "float" ? tolerances.float_rtol
-                                                  : tolerances.double_rtol;
+  const double rtol = tensor_rtol(expected, tolerances);
   std::size_t wrong = 0, first = 0;
   for (std::size_t i = 0; i < expected.values.size(); ++i) {
     if (!close(expected.values[i], actual.values[i], rtol, false)) {
@@ -101,21 +128,41 @@ std::string compare(const std::string& name, const Value& expected, const Value&
                      number(actual.values[first], expected.dtype == "float");
   if (small)
     text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
-  return text;
+  return text + known_mistake(name, actual, mistakes, tolerances);
+}
+
+std::string bytes_text(long long bytes) {
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+// The student call must move its data through the Communicator it was given, about as much as
+// the reference moves or more (a padded Allreduce moves more and is fine). "About": the
+// Communicator's per-call estimates round down, so the same data in more, smaller calls counts
+// a little less; a quarter less is allowed.
+std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
+  if (expected.moved <= 0 || 4 * actual.moved >= 3 * expected.moved) return "";
+  return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
+         " through the Communicator it was given, where the reference moves " +
+         bytes_text(expected.moved) +
+         ": the data must travel through that Communicator's collectives (Allgather, "
+         "Allreduce, Reduce_scatter). Files, other communicators or MPI calls of your own do "
+         "not count.\n";
 }
 
 // Everything wrong with one rank's outputs, one finding per line.
 std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
-                          const Tolerances& tolerances) {
+                          const Tolerances& tolerances, const std::string& result_part) {
   if (!actual.errors.empty()) {
     const std::string& error = actual.errors.front();
     if (error.rfind("NotImplemented", 0) == 0) return "not implemented yet: " + error;
     return "threw an exception: " + error;
   }
-  std::string findings;
+  std::string findings = communication_finding(expected, actual);
   for (const auto& [name, value] : expected.values) {
+    if (!result_part.empty() && value.part != result_part) continue;
     const Value* mine = actual.find(name);
-    const std::string finding = mine ? compare(name, value, *mine, tolerances) : name + ": missing";
+    const std::string finding =
+        mine ? compare(name, value, *mine, tolerances, expected.mistakes) : name + ": missing";
     if (!finding.empty()) findings += finding + "\n";
   }
   return findings;
@@ -130,8 +177,29 @@ std::string indented(const std::string& text) {
   return out;
 }
 
-std::string trimmed(std::string text) {
-  if (text.size() > kMaxOutput) text = text.substr(0, kMaxOutput) + "\n[... more left out ...]\n";
+// At most about kMaxOutput characters of a text, cut after a whole line.
+std::string whole_lines(const std::string& text) {
+  if (text.size() <= kMaxOutput) return text;
+  const std::size_t cut = text.rfind('\n', kMaxOutput);
+  const std::size_t keep = cut == std::string::npos ? text.find('\n') : cut + 1;
+  if (keep == std::string::npos) return text;
+  return text.substr(0, keep) + "[... the rest is left out]\n";
+}
+
+// Findings (one block per group of ranks) up to about kMaxOutput characters: the first is
+// always kept whole, the others that do not fit are counted.
+std::string joined(const std::vector<std::string>& blocks) {
+  std::string text;
+  std::size_t kept = 0;
+  for (; kept < blocks.size(); ++kept) {
+    if (kept > 0 && text.size() + blocks[kept].size() > kMaxOutput) break;
+    text += blocks[kept];
+  }
+  if (kept < blocks.size()) {
+    const std::size_t left = blocks.size() - kept;
+    text += "[" + std::to_string(left) + " more finding" + (left == 1 ? "" : "s") +
+            " on other ranks left out]\n";
+  }
   return text;
 }
 
@@ -146,12 +214,17 @@ std::string configuration(const TestRun& expected) {
   return text;
 }
 
-Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances) {
-  Verdict verdict;
-  std::set<std::string> forbidden;
+std::vector<std::string> forbidden_calls(const TestRun& actual) {
+  std::set<std::string> calls;
   for (const TestOutput& rank : actual.ranks)
-    forbidden.insert(rank.forbidden.begin(), rank.forbidden.end());
-  verdict.forbidden.assign(forbidden.begin(), forbidden.end());
+    calls.insert(rank.forbidden.begin(), rank.forbidden.end());
+  return {calls.begin(), calls.end()};
+}
+
+Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
+              const std::string& result_part) {
+  Verdict verdict;
+  verdict.forbidden = forbidden_calls(actual);
 
   if (!expected.finished) {
     verdict.output =
@@ -161,26 +234,28 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
     return verdict;
   }
   if (!actual.finished) {
-    verdict.output = trimmed(actual.problem);
+    verdict.output = whole_lines(actual.problem);
     return verdict;
   }
   // Identical findings of several ranks are reported once.
   std::vector<std::string> per_rank;
   for (std::size_t r = 0; r < expected.ranks.size(); ++r) {
-    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances));
+    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances, result_part));
   }
   const std::vector<dtk::RankGroup> findings = dtk::group_identical(per_rank);
   verdict.passed = findings.empty();
-  std::string output;
+  std::vector<std::string> blocks;
   for (const auto& [text, ranks] : findings) {
     // One finding follows its ranks on the line; several go below them, indented.
     const bool several = text.find('\n') + 1 < text.size();
+    std::string block;
     if (expected.ranks.size() > 1)
-      output += "[" + dtk::rank_list(ranks) + "]" + (several ? "\n" : " ");
-    output += several ? indented(text) : text;
-    if (output.back() != '\n') output += "\n";
+      block += "[" + dtk::rank_list(ranks) + "]" + (several ? "\n" : " ");
+    block += several ? indented(text) : text;
+    if (block.back() != '\n') block += "\n";
+    blocks.push_back(block);
   }
-  verdict.output = trimmed(output);
+  verdict.output = joined(blocks);
   return verdict;
 }
 

@@ -19,7 +19,14 @@ struct Verdict {
   std::vector<std::string> forbidden;  // forbidden MPI calls seen at run time
 };
 
-Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances);
+// Judges one case: every value, or with `result_part` only the values of that part of the
+// result. On every rank the student call must also have moved at least the bytes the
+// reference's moved through the Communicator it was given.
+Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
+              const std::string& result_part = "");
+
+// The forbidden MPI calls the student's ranks recorded, each once.
+std::vector<std::string> forbidden_calls(const TestRun& actual);
 
 // The reference's description of the test's configuration ("batch 3, slice width 2").
 std::string configuration(const TestRun& expected);

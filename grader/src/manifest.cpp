@@ -76,34 +76,81 @@ class Reader {
   std::string where_;
 };
 
+// Adds the case `text` of `function` to the part's tests (once) and returns its id.
+std::string add_case(const Reader& entry, const std::string& function, const std::string& text,
+                     Part& part) {
+  PlannedTest planned;
+  try {
+    planned.test = parse_test_case(function, text);
+  } catch (const std::invalid_argument& error) {
+    entry.fail(error.what());
+  }
+  const std::string id = planned.test.id();
+  for (const PlannedTest& known : part.tests) {
+    if (known.test.id() == id) return id;
+  }
+  part.tests.push_back(planned);
+  return id;
+}
+
+void read_rubric(const Reader& entry, const std::string& function,
+                 const std::vector<std::string>& cases, const std::string& where, Part& part) {
+  const CheckInfo& check = *find_check(function);
+  if (!entry.has("rubric"))
+    entry.fail("\"rubric\" is missing: list what " + function +
+               " must get right, each with a weight");
+  const json& items = entry.get("rubric");
+  if (!items.is_array() || items.empty()) entry.fail("\"rubric\" must be a non-empty list");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Reader r(items[i], where + ", rubric[" + std::to_string(i) + "]",
+                   {"item", "weight", "cases"});
+    RubricItem item;
+    item.function = function;
+    item.name = r.value<std::string>("item", "");
+    if (item.name.empty()) r.fail("\"item\" must name what is checked");
+    if (!names.insert(item.name).second) r.fail("item \"" + item.name + "\" is listed twice");
+    item.weight = r.value<double>("weight", -1);
+    if (!(item.weight > 0)) r.fail("\"weight\" must be a number > 0");
+    const std::vector<std::string> own = r.strings("cases");
+    for (const std::string& text : r.has("cases") ? own : cases)
+      item.cases.push_back(add_case(r, function, text, part));
+    if (item.cases.empty()) r.fail("\"cases\" must list at least one case");
+    for (const std::string& result_part : check.result_parts)
+      item.whole_result &= item.name != result_part;
+    part.rubric.push_back(item);
+  }
+  for (const std::string& result_part : check.result_parts) {
+    if (!names.count(result_part))
+      entry.fail("the rubric has no item \"" + result_part + "\" (every part of " + function +
+                 "'s result needs one)");
+  }
+}
+
 void read_tests(const json& entries, const std::string& where, Part& part) {
   if (!entries.is_array() || entries.empty()) {
     throw ManifestError(where + ": \"tests\" must be a non-empty list");
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Reader entry(entries[i], where + ", tests[" + std::to_string(i) + "]",
-                       {"function", "cases", "public"});
+    const std::string entry_where = where + ", tests[" + std::to_string(i) + "]";
+    const Reader entry(entries[i], entry_where, {"function", "cases", "public", "rubric"});
     const std::string function = entry.value<std::string>("function", "");
+    if (!find_check(function)) entry.fail("no hidden test checks \"" + function + "\"");
     const std::vector<std::string> cases = entry.strings("cases");
-    const std::vector<std::string> public_cases = entry.strings("public");
     if (cases.empty()) entry.fail("\"cases\" must list at least one case");
     std::set<std::string> seen;
     for (const std::string& text : cases) {
-      PlannedTest planned;
-      try {
-        planned.test = parse_test_case(function, text);
-      } catch (const std::invalid_argument& error) {
-        entry.fail(error.what());
-      }
-      if (!seen.insert(planned.test.id()).second)
+      if (!seen.insert(add_case(entry, function, text, part)).second)
         entry.fail("case \"" + text + "\" is listed twice");
-      for (const std::string& p : public_cases) planned.is_public |= p == text;
-      part.tests.push_back(planned);
     }
-    for (const std::string& p : public_cases) {
+    read_rubric(entry, function, cases, entry_where, part);
+    for (const std::string& text : entry.strings("public")) {
       bool listed = false;
-      for (const std::string& text : cases) listed |= p == text;
-      if (!listed) entry.fail("public case \"" + p + "\" is not one of its \"cases\"");
+      for (PlannedTest& planned : part.tests) {
+        if (planned.test.function == function && planned.test.case_text() == text)
+          listed = planned.is_public = true;
+      }
+      if (!listed) entry.fail("public case \"" + text + "\" is not one of its cases");
     }
     part.functions.push_back(function);
   }

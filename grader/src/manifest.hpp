@@ -20,6 +20,18 @@ struct PlannedTest {
   bool is_public = false;
 };
 
+// One thing a function must get right, worth a share of its part's points. It is checked on
+// each of its cases and passes only if it is right on all of them. An item named after a part
+// of the result its check records (CheckInfo::result_parts, e.g. "mp_comm: members and order")
+// judges that part only; any other item judges the whole result.
+struct RubricItem {
+  std::string function;
+  std::string name;
+  double weight = 0;  // its share of the part's points: weight / the part's total weight
+  std::vector<std::string> cases;  // test ids
+  bool whole_result = true;
+};
+
 struct Part {
   int number = 0;
   std::string title;
@@ -27,7 +39,8 @@ struct Part {
   std::string file;  // the student file that holds its functions
   bool optional = false;
   std::vector<std::string> functions;  // the student functions its tests check
-  std::vector<PlannedTest> tests;
+  std::vector<PlannedTest> tests;      // every case any of its items is checked on, run once
+  std::vector<RubricItem> rubric;
 };
 
 // Every limit and rule is the manifest's: each key is required, the C++ holds no default.

@@ -20,43 +20,106 @@ std::string forbidden_text(const Manifest& manifest, int part, const std::set<st
   return text;
 }
 
-void score(const Manifest& manifest, const std::vector<JudgedTest>& tests,
-           const std::map<int, std::set<std::string>>& forbidden, Report& report) {
-  std::map<int, PartResult> parts;
-  for (const Part& part : manifest.parts) {
-    parts[part.number] = {
-        part.number, part.title + (part.optional ? " (optional)" : ""), 0, part.points, 0, 0};
-  }
-  std::map<int, int> tests_per_part;
-  for (const JudgedTest& judged : tests) ++tests_per_part[judged.part->number];
+namespace {
 
-  for (const JudgedTest& judged : tests) {
-    const Part& part = *judged.part;
-    TestResult result;
-    result.name = "Part " + std::to_string(part.number) + " | " + judged.test.function + " (" +
-                  judged.test.case_text() + ")";
-    result.number = judged.number;
-    result.max_score = part.points / tests_per_part[part.number];
-    if (!judged.configuration.empty())
-      result.output = "Configuration: " + judged.configuration + "\n";
-    const auto calls = forbidden.find(part.number);
-    if (calls != forbidden.end()) {
-      result.output += forbidden_text(manifest, part.number, calls->second);
-      if (judged.verdict.passed) result.output += "The result of this test itself is right.\n";
-    } else if (judged.verdict.passed) {
-      result.score = result.max_score;
-      result.output += "Passed.\n";
+constexpr std::size_t kMaxOutput = 4000;  // characters of failing cases shown per item
+
+struct ItemJudgement {
+  std::vector<std::string> passed, failed;  // case texts
+  std::vector<std::string> failures;        // one block per failed case
+};
+
+ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
+                         const std::map<std::string, CaseOutcome>& cases) {
+  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
+  ItemJudgement judgement;
+  for (const std::string& id : item.cases) {
+    const auto outcome = cases.find(id);
+    if (outcome == cases.end()) continue;  // not planned (--public-only, max_ranks)
+    const std::string label = parse_test_id(id).case_text();
+    const CaseOutcome& run = outcome->second;
+    Verdict verdict;
+    if (run.actual == nullptr) {
+      verdict.output = run.blocked + "\n";
+    } else {
+      verdict = judge(*run.expected, *run.actual, tolerances, item.whole_result ? "" : item.name);
     }
-    if (!judged.verdict.passed) result.output += judged.verdict.output;
-    PartResult& part_result = parts[part.number];
-    part_result.total += 1;
-    part_result.passed += result.score > 0;
-    part_result.score += result.score;
-    report.tests.push_back(result);
+    if (verdict.passed) {
+      judgement.passed.push_back(label);
+      continue;
+    }
+    judgement.failed.push_back(label);
+    const std::string setup = configuration(*run.expected);
+    judgement.failures.push_back("On " + label + (setup.empty() ? "" : " (" + setup + ")") + ":\n" +
+                                 verdict.output);
   }
-  for (auto& [number, part] : parts) {
-    if (tests_per_part[number] == 0) part.max_score = 0;  // none of its tests ran
-    report.parts.push_back(part);
+  return judgement;
+}
+
+std::string listed(const std::vector<std::string>& labels) {
+  std::string text;
+  for (const std::string& label : labels) text += (text.empty() ? "" : ", ") + label;
+  return text;
+}
+
+// The failing cases, named all at once, then as many of their findings as fit (the first
+// always whole).
+std::string failure_text(const ItemJudgement& judgement) {
+  std::string text = "Wrong on " + listed(judgement.failed);
+  if (!judgement.passed.empty()) text += "; right on " + listed(judgement.passed);
+  text += ".\n";
+  std::size_t shown = 0;
+  for (const std::string& failure : judgement.failures) {
+    if (shown > 0 && text.size() + failure.size() > kMaxOutput) break;
+    text += failure;
+    ++shown;
+  }
+  if (shown < judgement.failures.size()) {
+    text += "[the findings on the other " + std::to_string(judgement.failures.size() - shown) +
+            " failing cases are left out]\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& cases,
+           const std::map<int, std::set<std::string>>& forbidden, Report& report) {
+  for (const Part& part : manifest.parts) {
+    PartResult part_result{
+        part.number, part.title + (part.optional ? " (optional)" : ""), 0, 0, 0, 0};
+    // The part's points are shared by the items that ran (with --public-only, not all do).
+    std::vector<std::pair<const RubricItem*, ItemJudgement>> judged;
+    double weights = 0;
+    for (const RubricItem& item : part.rubric) {
+      ItemJudgement judgement = judge_item(manifest, item, cases);
+      if (judgement.passed.empty() && judgement.failed.empty()) continue;  // none of its cases ran
+      weights += item.weight;
+      judged.emplace_back(&item, std::move(judgement));
+    }
+    for (const auto& [item, judgement] : judged) {
+      TestResult result;
+      result.name =
+          "Part " + std::to_string(part.number) + " | " + item->function + ": " + item->name;
+      result.number = std::to_string(part.number) + "." + std::to_string(part_result.total + 1);
+      result.max_score = part.points * item->weight / weights;
+      const bool right = judgement.failed.empty();
+      const auto calls = forbidden.find(part.number);
+      if (calls != forbidden.end()) {
+        result.output = forbidden_text(manifest, part.number, calls->second);
+        if (right) result.output += "The result of this item itself is right.\n";
+      } else if (right) {
+        result.score = result.max_score;
+        result.output = "Right on every case: " + listed(judgement.passed) + ".\n";
+      }
+      if (!right) result.output += failure_text(judgement);
+      part_result.max_score += result.max_score;
+      part_result.score += result.score;
+      part_result.total += 1;
+      part_result.passed += result.score > 0;
+      report.tests.push_back(result);
+    }
+    report.parts.push_back(part_result);
   }
 }
 

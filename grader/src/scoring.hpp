@@ -1,5 +1,7 @@
-// From verdicts to points: partial credit per test, and no points at all for a part whose code
-// calls something forbidden (seen by the symbol audit or at run time).
+// From test runs to points, by rubric item: each item of a function is judged on every case it
+// lists and earns its points only if it is right on all of them; the feedback names the cases
+// it fails on. A part whose code calls something forbidden (seen by the symbol audit or at run
+// time) gets no points at all.
 #pragma once
 
 #include <map>
@@ -13,16 +15,17 @@
 
 namespace dtk::grade {
 
-struct JudgedTest {
-  const Part* part;
-  TestCase test;
-  std::string number;         // "3.4"
-  std::string configuration;  // from the reference's notes
-  Verdict verdict;
+// What happened to one case (a test id): the reference's run, and the student's run or why it
+// could not run.
+struct CaseOutcome {
+  const TestRun* expected = nullptr;
+  const TestRun* actual = nullptr;  // nullptr when it could not run
+  std::string blocked;              // why it could not run
 };
 
-// `forbidden`: part number -> the forbidden calls its code makes.
-void score(const Manifest& manifest, const std::vector<JudgedTest>& tests,
+// `cases`: test id -> outcome, for the cases that were planned (an item's other cases are left
+// out of it); `forbidden`: part number -> the forbidden calls its code makes.
+void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& cases,
            const std::map<int, std::set<std::string>>& forbidden, Report& report);
 
 // "Part 3 gets no points: ... its code calls:\n  MPI_Bcast (called from ...)\n". The rules it

@@ -5,7 +5,8 @@
 #         [-DPATCH=<NAME.patch applied to a copy of BASE>] [-DPACK=<how>]
 #         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
-#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] -P grade_submission.cmake
+#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
+#         -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
@@ -14,7 +15,10 @@
 # it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
 # touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
-# Expectations: full (all points), zero (none), lost (some lost), or a number of points.
+# Expectations, per part: N=full (all points), N=zero (none), N=lost (some lost); per function
+# (the rubric items named "Part N | <function>: ..."): <function>=half (at least half of its
+# points lost), <function>=minor (some lost, less than half).
+# SEEDS: grade again with each of these seeds; every test must get the same score as with seed 7.
 cmake_minimum_required(VERSION 3.21)
 
 set(files ${STUDENT_FILES})
@@ -117,7 +121,7 @@ function(to_hundredths value out)
   set(${out} ${hundredths} PARENT_SCOPE)
 endfunction()
 
-# Per-part scores from results.json.
+# Per-part and per-function scores from results.json; `scores` lists every test's score.
 file(SIZE ${results} size)
 if(size GREATER 1000000)
   fail("results.json is ${size} bytes: captured output is not capped")
@@ -126,44 +130,78 @@ file(READ ${results} json)
 string(JSON count LENGTH "${json}" tests)
 string(JSON all_output GET "${json}" output)
 math(EXPR last "${count} - 1")
+set(scores "")
 foreach(i RANGE ${last})
   string(JSON name GET "${json}" tests ${i} name)
   string(JSON score GET "${json}" tests ${i} score)
   string(JSON max GET "${json}" tests ${i} max_score)
   string(JSON output GET "${json}" tests ${i} output)
   string(APPEND all_output "\n${output}")
-  if(NOT name MATCHES "^Part ([0-9]+) ")
-    fail("test name \"${name}\" does not start with \"Part N\"")
+  list(APPEND scores "${name}=${score}")
+  if(NOT name MATCHES "^Part ([0-9]+) \\| ([A-Za-z0-9_]+)")
+    fail("test name \"${name}\" does not start with \"Part N | function\"")
   endif()
-  set(part ${CMAKE_MATCH_1})
-  if(NOT DEFINED score_${part})
-    set(score_${part} 0)
-    set(max_${part} 0)
+  foreach(key IN ITEMS ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+    if(NOT DEFINED score_${key})
+      set(score_${key} 0)
+      set(max_${key} 0)
+    endif()
+    to_hundredths(${score} hundredths)
+    to_hundredths(${max} max_hundredths)
+    math(EXPR score_${key} "${score_${key}} + ${hundredths}")
+    math(EXPR max_${key} "${max_${key}} + ${max_hundredths}")
+  endforeach()
+endforeach()
+
+# The same submission under other seeds: the same score on every test.
+foreach(seed IN LISTS SEEDS)
+  set(again ${WORK}/results-${seed}.json)
+  execute_process(COMMAND ${DTK_GRADE} ${submission} --seed ${seed} --results ${again} ${ARGS}
+                  RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+  file(READ ${again} json)
+  string(JSON count_again LENGTH "${json}" tests)
+  if(NOT status EQUAL 0 OR NOT count_again EQUAL count)
+    fail("grading with seed ${seed} failed or ran other tests")
   endif()
-  to_hundredths(${score} score)
-  to_hundredths(${max} max)
-  math(EXPR score_${part} "${score_${part}} + ${score}")
-  math(EXPR max_${part} "${max_${part}} + ${max}")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" tests ${i} name)
+    string(JSON score GET "${json}" tests ${i} score)
+    list(GET scores ${i} with_seed_7)
+    if(NOT "${name}=${score}" STREQUAL with_seed_7)
+      fail("seed ${seed} gives \"${name}=${score}\", seed 7 gave \"${with_seed_7}\"")
+    endif()
+  endforeach()
+  message(STATUS "seed ${seed}: the same score on all ${count} tests")
 endforeach()
 
 foreach(expectation IN LISTS EXPECT)
-  if(NOT expectation MATCHES "^([0-9]+)=(full|zero|lost)$")
+  if(NOT expectation MATCHES "^([0-9]+|[A-Za-z0-9_]+)=(full|zero|lost|half|minor)$")
     fail("bad expectation \"${expectation}\"")
   endif()
-  set(part ${CMAKE_MATCH_1})
+  set(key ${CMAKE_MATCH_1})
   set(want ${CMAKE_MATCH_2})
-  if(NOT DEFINED score_${part})
-    fail("no test of Part ${part} in results.json")
+  if(key MATCHES "^[0-9]+$")
+    set(what "Part ${key}")
+  else()
+    set(what "${key}")
   endif()
-  set(got "${score_${part}}/${max_${part}} hundredths of a point")
-  if(want STREQUAL "full" AND NOT score_${part} EQUAL max_${part})
-    fail("Part ${part} should get full marks, got ${got}")
-  elseif(want STREQUAL "zero" AND NOT score_${part} EQUAL 0)
-    fail("Part ${part} should get no points, got ${got}")
-  elseif(want STREQUAL "lost" AND NOT score_${part} LESS max_${part})
-    fail("Part ${part} should lose points, got ${got}")
+  if(NOT DEFINED score_${key})
+    fail("no test of ${what} in results.json")
   endif()
-  message(STATUS "Part ${part}: ${got} (${want}, as expected)")
+  set(got "${score_${key}}/${max_${key}} hundredths of a point")
+  math(EXPR lost_twice "2 * (${max_${key}} - ${score_${key}})")
+  if(want STREQUAL "full" AND NOT score_${key} EQUAL max_${key})
+    fail("${what} should get full marks, got ${got}")
+  elseif(want STREQUAL "zero" AND NOT score_${key} EQUAL 0)
+    fail("${what} should get no points, got ${got}")
+  elseif(want STREQUAL "lost" AND NOT score_${key} LESS max_${key})
+    fail("${what} should lose points, got ${got}")
+  elseif(want STREQUAL "half" AND lost_twice LESS max_${key})
+    fail("${what} should lose at least half its points, got ${got}")
+  elseif(want STREQUAL "minor" AND (lost_twice EQUAL 0 OR NOT lost_twice LESS max_${key}))
+    fail("${what} should lose some points but less than half, got ${got}")
+  endif()
+  message(STATUS "${what}: ${got} (${want}, as expected)")
 endforeach()
 
 foreach(pattern IN LISTS EXPECT_OUTPUT)
