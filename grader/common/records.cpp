@@ -1,7 +1,14 @@
 #include "records.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 namespace dtk::grade {
 
@@ -75,9 +82,10 @@ RankOutput parse_rank_output(const std::string& text) {
     const std::string kind = line.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
     if (kind == "begin") {
+      const bool again = outputs.count(rest) > 0;
       current_id = rest;
       current = &outputs[rest];
-      *current = TestOutput{};
+      current->tampered |= again;
       continue;
     }
     if (current == nullptr) continue;
@@ -112,46 +120,67 @@ RankOutput parse_rank_output(const std::string& text) {
   return outputs;
 }
 
+RecordWriter::RecordWriter(std::string path) : path_(std::move(path)) {
+  const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  close(fd);
+}
+
+void RecordWriter::append(const std::string& text) const {
+  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // the grader sees an unfinished test
+  for (std::size_t at = 0; at < text.size();) {
+    const ssize_t n = write(fd, text.data() + at, text.size() - at);
+    if (n <= 0) break;
+    at += static_cast<std::size_t>(n);
+  }
+  close(fd);
+}
+
 void RecordWriter::begin(const std::string& id) {
-  std::fprintf(file_, "begin %s\n", id.c_str());
-  std::fflush(file_);  // a test that crashes must still show it began
+  buffer_.clear();
+  append("begin " + id + "\n");
 }
 
 void RecordWriter::end(const std::string& id) {
-  std::fprintf(file_, "end %s\n", id.c_str());
-  std::fflush(file_);
+  append(buffer_ + "end " + id + "\n");
+  buffer_.clear();
 }
 
-void RecordWriter::note(const std::string& text) {
-  std::fprintf(file_, "note %s\n", one_line(text).c_str());
-}
+void RecordWriter::note(const std::string& text) { buffer_ += "note " + one_line(text) + "\n"; }
 
 void RecordWriter::integer(const std::string& name, long long value) {
-  std::fprintf(file_, "int %s\t%lld\n", one_line(name).c_str(), value);
+  buffer_ += "int " + one_line(name) + "\t" + std::to_string(value) + "\n";
 }
 
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+}  // namespace
+
 void RecordWriter::real(const std::string& name, double value) {
-  std::fprintf(file_, "real %s\t%.17g\n", one_line(name).c_str(), value);
+  buffer_ += "real " + one_line(name) + "\t" + number(value) + "\n";
 }
 
 void RecordWriter::tensor(const std::string& name, const std::string& dtype,
                           const std::vector<std::size_t>& shape,
                           const std::vector<double>& values) {
-  std::fprintf(file_, "tensor %s\t%s %zu", one_line(name).c_str(), dtype.c_str(), shape.size());
-  for (std::size_t dim : shape) std::fprintf(file_, " %zu", dim);
-  std::fputs(" :", file_);
-  for (double v : values) std::fprintf(file_, " %.17g", v);
-  std::fputc('\n', file_);
+  buffer_ += "tensor " + one_line(name) + "\t" + dtype + " " + std::to_string(shape.size());
+  for (std::size_t dim : shape) buffer_ += " " + std::to_string(dim);
+  buffer_ += " :";
+  for (double v : values) buffer_ += " " + number(v);
+  buffer_ += "\n";
 }
 
-void RecordWriter::error(const std::string& text) {
-  std::fprintf(file_, "error %s\n", one_line(text).c_str());
-  std::fflush(file_);
-}
+void RecordWriter::error(const std::string& text) { buffer_ += "error " + one_line(text) + "\n"; }
 
 void RecordWriter::forbidden(const std::string& call, const std::string& caller) {
-  std::fprintf(file_, "forbidden %s\t%s\n", one_line(call).c_str(), one_line(caller).c_str());
-  std::fflush(file_);
+  buffer_ += "forbidden " + one_line(call) + "\t" + one_line(caller) + "\n";
 }
 
 }  // namespace dtk::grade

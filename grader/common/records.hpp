@@ -12,10 +12,12 @@
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
 //   crashed <signal> / exited                the rank died during the test (no "end" follows)
 // The student's runner writes these files from inside the submission's processes, so the grader
-// parses them as untrusted input: bounded sizes, and anything malformed is just "missing".
+// parses them as untrusted input: bounded sizes, and anything malformed is just "missing". The
+// runner keeps no descriptor of its file open while student code runs (the records of a test
+// are buffered and appended after the call returns), and a second "begin" of a test, which
+// only code writing into the file behind the runner's back can produce, spoils that test.
 #pragma once
 
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +38,7 @@ struct TestOutput {
   bool timed_out = false;  // the runner's watchdog stopped it
   int crash_signal = 0;    // the rank died of this signal during the test
   bool exited = false;     // the rank's process ended (exit()) during the test
+  bool tampered = false;   // its block was begun twice: something else wrote into the file
   std::vector<std::string> notes;
   std::vector<std::pair<std::string, Value>> values;  // in the order written
   std::vector<std::string> errors;
@@ -53,11 +56,14 @@ RankOutput parse_rank_output(const std::string& text);
 // Replaces tabs and line breaks, so that any text fits on one record line.
 std::string one_line(std::string text);
 
-// The runner's side: writes records to one rank's file, flushing at the end of every test.
+// The runner's side: writes one rank's file. "begin" goes to the file at once (a test that
+// crashes must still show it began); the records of the test are kept in memory and appended
+// with its "end", after the student's call has returned. The file is open only while written.
 class RecordWriter {
  public:
-  explicit RecordWriter(std::FILE* file) : file_(file) {}
+  explicit RecordWriter(std::string path);  // creates the file, empty; throws if it cannot
 
+  const std::string& path() const { return path_; }
   void begin(const std::string& id);
   void end(const std::string& id);
   void note(const std::string& text);
@@ -69,7 +75,10 @@ class RecordWriter {
   void forbidden(const std::string& call, const std::string& caller);
 
  private:
-  std::FILE* file_;
+  void append(const std::string& text) const;  // opens, writes, closes
+
+  std::string path_;
+  std::string buffer_;  // the records of the current test
 };
 
 }  // namespace dtk::grade

@@ -123,11 +123,14 @@ Manifest load_manifest(const std::string& path) {
   }
   if (top.has("limits")) {
     const Reader l(top.get("limits"), path + ", limits",
-                   {"address_space_mb", "file_size_mb", "processes", "output_kb"});
+                   {"address_space_mb", "file_size_mb", "processes", "output_kb", "total_memory_mb",
+                    "disk_mb"});
     manifest.address_space_mb = l.positive("address_space_mb", manifest.address_space_mb);
     manifest.file_size_mb = l.positive("file_size_mb", manifest.file_size_mb);
     manifest.processes = l.positive("processes", manifest.processes);
     manifest.output_kb = l.positive("output_kb", manifest.output_kb);
+    manifest.total_memory_mb = l.positive("total_memory_mb", manifest.total_memory_mb);
+    manifest.disk_mb = l.positive("disk_mb", manifest.disk_mb);
   }
   if (top.has("tolerances")) {
     const Reader t(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});

@@ -34,6 +34,7 @@ struct Manifest {
   int max_ranks = 8;
   int group_seconds = 10, test_seconds = 3, compile_seconds = 60;
   int address_space_mb = 1024, file_size_mb = 64, processes = 256, output_kb = 64;
+  int total_memory_mb = 4096, disk_mb = 1024;  // all sandboxed processes together
   double float_rtol = 1e-5, double_rtol = 1e-10, real_rtol = 1e-3;
   std::string visibility = "visible";
   std::set<std::string> allowed_mpi;

@@ -39,6 +39,13 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
 std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Outcome& outcome,
                                const Launcher& launcher) {
   for (std::size_t r = 0; r < outputs.size(); ++r) {
+    if (outputs[r].tampered) {
+      return "rank " + std::to_string(r) +
+             "'s record of this test was written to by the code under test (a second "
+             "\"begin\" line): the test counts as failed";
+    }
+  }
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
     const std::string rank = "rank " + std::to_string(r);
     if (outputs[r].crash_signal != 0) {
       return rank + " crashed during this test: signal " + std::to_string(outputs[r].crash_signal) +
@@ -57,6 +64,18 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
              " s: probably a deadlock (some ranks wait in a collective the others never enter, "
              "or call them in a different order) or an endless loop";
     }
+  }
+  if (outcome.over_limit == "memory") {
+    return "ended: the test program's processes together used more memory than the grader "
+           "allows (the manifest's total_memory_mb)";
+  }
+  if (outcome.over_limit == "disk") {
+    return "ended: the test program wrote more to disk than the grader allows (the manifest's "
+           "disk_mb)";
+  }
+  if (outcome.stopped_by_signal) {
+    return "a process of the test program was stopped by a signal (SIGSTOP or SIGTSTP) and "
+           "would never have gone on: counted as hung";
   }
   if (outcome.timed_out) {
     return "did not finish: its group of tests ran out of its " +
@@ -77,8 +96,11 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
   for (int launch = 0; !remaining.empty(); ++launch) {
     const std::string out_dir =
         launcher.runs_dir + "/r" + std::to_string(ranks) + "-launch" + std::to_string(launch);
-    fs::create_directories(out_dir);
-    if (launcher.sandboxed) launcher.sandbox->hand_over(out_dir);
+    if (launcher.sandboxed) {
+      launcher.sandbox->make_directory(out_dir);  // runs_dir is the grader's: a fresh directory
+    } else {
+      fs::create_directories(out_dir);
+    }
     Command command;
     command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
     command.cwd = out_dir;
@@ -115,6 +137,8 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
         per_rank[r] = parse_rank_output(text);
       }
     }
+    // What filled the disk goes at once, or every later launch would be over the limit too.
+    if (outcome.over_limit == "disk") launcher.sandbox->remove_as_sandbox(out_dir);
     std::size_t done = 0;
     for (; done < remaining.size(); ++done) {
       const TestCase& test = remaining[done];
@@ -125,7 +149,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
         const auto found = per_rank[r].find(test.id());
         began |= found != per_rank[r].end();
         run.ranks.push_back(found == per_rank[r].end() ? TestOutput{} : found->second);
-        run.finished &= run.ranks.back().complete;
+        run.finished &= run.ranks.back().complete && !run.ranks.back().tampered;
       }
       if (run.finished) continue;
       run.problem = unfinished_problem(run.ranks, outcome, launcher);

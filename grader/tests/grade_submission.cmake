@@ -3,12 +3,14 @@
 #   cmake -DDTK_GRADE=<dtk-grade> -DNAME=<name> -DWORK=<dir> -DBASE=<solutions or starter dir>
 #         [-DOVERLAY=<dir of student files copied over BASE>] [-DPACK=<how>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
-#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] -P grade_submission.cmake
+#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DGUARD=ON] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
 # model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
-# Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
+# Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
+# @DTK_SELFTEST_VICTIM@ expand. GUARD: a hostile submission; the grading must leave the victim
+# (a directory outside the scratch, owned by root) and the kit's precompiled header unchanged.
 # Expectations: full (all points), zero (none), lost (some lost), or a number of points.
 cmake_minimum_required(VERSION 3.21)
 
@@ -16,6 +18,9 @@ set(files data/data_parallel_preprocess.cpp model/func_impl.cpp model_training_c
 set(tree ${WORK}/tree)
 set(results ${WORK}/results.json)
 set(DTK_SELFTEST_RESULTS ${results})
+set(DTK_SELFTEST_VICTIM ${WORK}/victim)
+get_filename_component(build_dir ${DTK_GRADE} DIRECTORY)
+set(kit_pch ${build_dir}/grader/data/pch/dtk_grade_pch.hpp.gch)
 get_filename_component(DTK_SOLUTIONS_DIR ${BASE}/../solutions ABSOLUTE)
 
 function(fail message)
@@ -64,6 +69,11 @@ elseif(PACK STREQUAL "not-a-tar")
 endif()
 if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})
+endif()
+
+if(GUARD)
+  file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner\n")
+  file(SHA256 ${kit_pch} pch_before)
 endif()
 
 # Grading.
@@ -145,6 +155,17 @@ foreach(pattern IN LISTS EXPECT_OUTPUT)
     fail("the feedback does not match \"${pattern}\"")
   endif()
 endforeach()
+
+if(GUARD)
+  execute_process(COMMAND find ${DTK_SELFTEST_VICTIM} ! -user root OUTPUT_VARIABLE changed)
+  if(changed)
+    fail("the grading changed the owner of files outside its scratch:\n${changed}")
+  endif()
+  file(SHA256 ${kit_pch} pch_after)
+  if(NOT pch_after STREQUAL pch_before)
+    fail("the grading changed the kit's precompiled header ${kit_pch}")
+  endif()
+endif()
 
 # Nothing of the submission may outlive the grading. Other gradings (ctest -j) use the same
 # sandbox user: look while holding their lock, when none of them is running.
