@@ -10,7 +10,9 @@
 # model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
 # Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
 # @DTK_SELFTEST_VICTIM@ expand. GUARD: a hostile submission; the grading must leave the victim
-# (a directory outside the scratch, owned by root) and the kit's precompiled header unchanged.
+# (a directory outside the scratch, owned by root) and the kit's precompiled header unchanged,
+# and no file of the sandbox user where anyone may write (a world-writable directory is made in
+# /var/tmp for the submission to try).
 # Expectations: full (all points), zero (none), lost (some lost), or a number of points.
 cmake_minimum_required(VERSION 3.21)
 
@@ -71,8 +73,12 @@ if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})
 endif()
 
+set(shared /var/tmp/dtk-selftest-${NAME})
 if(GUARD)
   file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner\n")
+  file(REMOVE_RECURSE ${shared})
+  file(MAKE_DIRECTORY ${shared})
+  run(chmod 1777 ${shared})
   file(SHA256 ${kit_pch} pch_before)
 endif()
 
@@ -160,6 +166,15 @@ if(GUARD)
   execute_process(COMMAND find ${DTK_SELFTEST_VICTIM} ! -user root OUTPUT_VARIABLE changed)
   if(changed)
     fail("the grading changed the owner of files outside its scratch:\n${changed}")
+  endif()
+  # Other gradings take turns with the lock; their scratch directories are theirs.
+  execute_process(COMMAND flock /run/dtk-grade.lock
+                          find /tmp /var/tmp /dev/shm /run/lock -maxdepth 2 -path "/tmp/dtk-grade.*"
+                          -prune -o -user dtk-sandbox -print
+                  OUTPUT_VARIABLE leftovers)
+  file(REMOVE_RECURSE ${shared})
+  if(leftovers)
+    fail("files of the sandbox user were left behind:\n${leftovers}")
   endif()
   file(SHA256 ${kit_pch} pch_after)
   if(NOT pch_after STREQUAL pch_before)

@@ -2,8 +2,10 @@
 // to rewrite the precompiled header of student compiles, and plants the directories of the
 // next launches (r<N>-launch<K> beside its own) as symbolic links: to a directory outside the
 // scratch (@DTK_SELFTEST_VICTIM@, which must keep its owner), to the scratch's read-only tree
-// (the precompiled header) and to the grader's private files (the expected outputs). Part 1
-// must get no points, the other parts all of theirs, and nothing outside the scratch may change.
+// (the precompiled header) and to the grader's private files (the expected outputs). It also
+// leaves files where anyone may write (/run/lock, /tmp, /var/tmp and their world-writable
+// subdirectories). Part 1 must get no points, the other parts all of theirs, nothing outside
+// the scratch may change owner, and nothing of the sandbox user may be left behind.
 #include <dtk/dtk.hpp>
 
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <xtensor/xview.hpp>
 
 namespace dtk {
@@ -28,7 +31,24 @@ fs::path scratch_root() {
   return {};
 }
 
+void leave_files() {
+  std::error_code error;
+  for (const fs::path top : {"/run/lock", "/tmp", "/var/tmp"}) {
+    std::vector<fs::path> dirs = {top};
+    for (const auto& entry : fs::directory_iterator(top, error)) {
+      if (entry.is_directory(error) &&
+          (entry.status(error).permissions() & fs::perms::others_write) != fs::perms::none)
+        dirs.push_back(entry.path());
+    }
+    for (const fs::path& dir : dirs) {
+      const fs::path leftover = dir / ("dtk-leftover-" + std::to_string(getpid()));
+      if (std::FILE* file = std::fopen(leftover.c_str(), "w")) std::fclose(file);
+    }
+  }
+}
+
 void attack() {
+  leave_files();
   const fs::path scratch = scratch_root();
   if (scratch.empty()) return;
   std::error_code error;
