@@ -14,8 +14,11 @@
 // The student's runner writes these files from inside the submission's processes, so the grader
 // parses them as untrusted input: bounded sizes, and anything malformed is just "missing". The
 // runner keeps no descriptor of its file open while student code runs (the records of a test
-// are buffered and appended after the call returns), and a second "begin" of a test, which
-// only code writing into the file behind the runner's back can produce, spoils that test.
+// are buffered and appended after the call returns), and a test's "end" line carries a keyed
+// hash (SipHash-2-4) of its block, under a key the grader gives each launch and the runner reads
+// and deletes before any student code runs: a block the grader cannot verify, or begun twice,
+// was written behind the runner's back and spoils that test.
+//   end <id> <hash>
 #pragma once
 
 #include <map>
@@ -38,7 +41,7 @@ struct TestOutput {
   bool timed_out = false;  // the runner's watchdog stopped it
   int crash_signal = 0;    // the rank died of this signal during the test
   bool exited = false;     // the rank's process ended (exit()) during the test
-  bool tampered = false;   // its block was begun twice: something else wrote into the file
+  bool tampered = false;   // begun twice or a wrong hash: something else wrote into the file
   std::vector<std::string> notes;
   std::vector<std::pair<std::string, Value>> values;  // in the order written
   std::vector<std::string> errors;
@@ -50,8 +53,12 @@ struct TestOutput {
 // Test id -> what one rank wrote for it.
 using RankOutput = std::map<std::string, TestOutput>;
 
-// Parses one rank's file. Never throws on bad content: a malformed line is skipped.
-RankOutput parse_rank_output(const std::string& text);
+// Parses one rank's file, checking each block's hash with `key` (32 hex digits). Never throws on
+// bad content: a malformed line is skipped.
+RankOutput parse_rank_output(const std::string& text, const std::string& key);
+
+// The keyed hash of a block of records, as 16 hex digits (SipHash-2-4; `key`: 32 hex digits).
+std::string block_hash(const std::string& key, const std::string& block);
 
 // Replaces tabs and line breaks, so that any text fits on one record line.
 std::string one_line(std::string text);
@@ -61,7 +68,8 @@ std::string one_line(std::string text);
 // with its "end", after the student's call has returned. The file is open only while written.
 class RecordWriter {
  public:
-  explicit RecordWriter(std::string path);  // creates the file, empty; throws if it cannot
+  // Creates the file, empty; throws if it cannot. `key`: the launch's key (32 hex digits).
+  RecordWriter(std::string path, std::string key);
 
   const std::string& path() const { return path_; }
   void begin(const std::string& id);
@@ -77,8 +85,8 @@ class RecordWriter {
  private:
   void append(const std::string& text) const;  // opens, writes, closes
 
-  std::string path_;
-  std::string buffer_;  // the records of the current test
+  std::string path_, key_;
+  std::string block_;  // the current test's "begin" line and records
 };
 
 }  // namespace dtk::grade

@@ -1,9 +1,12 @@
 #include "test_runs.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <stdexcept>
 
 #include "files.hpp"
 
@@ -87,6 +90,21 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
   return text + last_lines(outcome.output, kLogLines);
 }
 
+// A fresh random key for the launch's record hashes, in <dir>/key for the runner (which reads
+// and deletes it before any test). The directory is new; O_EXCL and O_NOFOLLOW refuse anything
+// another process of the sandbox user could have put there meanwhile.
+std::string write_launch_key(const std::string& dir) {
+  std::random_device random;
+  char key[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(key + 8 * i, 9, "%08x", random());
+  const std::string path = dir + "/key";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const bool written = fd >= 0 && write(fd, key, 32) == 32;
+  if (fd >= 0) close(fd);
+  if (!written) throw std::runtime_error("cannot write " + path);
+  return key;
+}
+
 }  // namespace
 
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
@@ -101,6 +119,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     } else {
       fs::create_directories(out_dir);
     }
+    const std::string key = write_launch_key(out_dir);
     Command command;
     command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
     command.cwd = out_dir;
@@ -115,7 +134,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     // Done when every rank has written the end of the last test, or one rank has died (its
     // last words: "exited", "crashed" or the watchdog's "timeout"); mpirun takes seconds to
     // notice a death by itself.
-    const std::string last_end = "end " + remaining.back().id() + "\n";
+    const std::string last_end = "\nend " + remaining.back().id() + " ";
     command.done = [&, ranks] {
       bool all_ended = true;
       for (int r = 0; r < ranks; ++r) {
@@ -123,7 +142,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
         for (const char* death : {"\nexited\n", "\ncrashed ", "\ntimeout "}) {
           if (file_tail_has(path, death)) return true;
         }
-        all_ended &= file_ends_with(path, last_end);
+        all_ended &= file_tail_has(path, last_end);
       }
       return all_ended;
     };
@@ -134,7 +153,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
       std::string text, problem;
       if (read_regular_file(out_dir + "/rank" + std::to_string(r) + ".out", kMaxRankFile, text,
                             problem)) {
-        per_rank[r] = parse_rank_output(text);
+        per_rank[r] = parse_rank_output(text, key);
       }
     }
     // What filled the disk goes at once, or every later launch would be over the limit too.
