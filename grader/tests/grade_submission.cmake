@@ -3,11 +3,13 @@
 #   cmake -DDTK_GRADE=<dtk-grade> -DNAME=<name> -DWORK=<dir> -DBASE=<solutions or starter dir>
 #         [-DOVERLAY=<dir of student files copied over BASE>] [-DPACK=<how>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
-#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DGUARD=ON] -P grade_submission.cmake
+#         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DGUARD=ON]
+#         [-DLIMITS="total_memory_mb=1024;..."] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
 # model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
+# LIMITS: grade with the build's manifest with these "limits" changed.
 # Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
 # @DTK_SELFTEST_VICTIM@ expand. GUARD: a hostile submission; the grading must leave the victim
 # (a directory outside the scratch, owned by root) and the kit's precompiled header unchanged,
@@ -74,6 +76,18 @@ if(PACK AND NOT PACK STREQUAL "dir")
 endif()
 
 set(shared /var/tmp/dtk-selftest-${NAME})
+if(LIMITS)
+  file(READ ${build_dir}/grader/data/manifest.json manifest)
+  foreach(limit IN LISTS LIMITS)
+    string(REPLACE "=" ";" limit ${limit})
+    list(GET limit 0 key)
+    list(GET limit 1 value)
+    string(JSON manifest SET "${manifest}" limits ${key} ${value})
+  endforeach()
+  file(WRITE ${WORK}/manifest.json "${manifest}")
+  list(APPEND ARGS --manifest ${WORK}/manifest.json)
+endif()
+
 if(GUARD)
   file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner\n")
   file(REMOVE_RECURSE ${shared})
