@@ -5,7 +5,7 @@
 #
 # A scratch directory stands in for /autograder (setup.sh and run_autograder take it from
 # DTK_AUTOGRADER_ROOT): the kit is copied to source/dtk (its tracked files, as `git archive`
-# would), setup.sh and run_autograder are cut out of README.md and run (setup.sh without its
+# would, or everything but build directories outside a git checkout), setup.sh and run_autograder are cut out of README.md and run (setup.sh without its
 # apt-get lines: the packages are here already), which builds the kit afresh and locks it down
 # with `chmod -R go-rwx`; then the reference solutions, packed as handin.tar, must score 100.
 # The build is a real one (ccache, when installed, makes it quick); it needs root, like Gradescope.
@@ -17,7 +17,11 @@ fail() { echo "gradescope recipe: $*" >&2; exit 1; }
 
 rm -rf "$root"
 mkdir -p "$root/source/dtk" "$root/submission" "$root/results"
-git -C "$kit" ls-files -z | (cd "$kit" && tar --null -T - -cf -) | tar -C "$root/source/dtk" -xf -
+if git -C "$kit" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git -C "$kit" ls-files -z | (cd "$kit" && tar --null -T - -cf -) | tar -C "$root/source/dtk" -xf -
+else  # not a git checkout: everything but build directories
+  tar -C "$kit" --exclude='./build*' --exclude='./dist' -cf - . | tar -C "$root/source/dtk" -xf -
+fi
 
 # The two scripts, as README.md shows them: the sh block after the line naming each file.
 script() {
