@@ -201,12 +201,16 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   for (const Planned& planned : plan) all_tests.push_back(planned.test);
 
   const std::string scratch = make_scratch();
-  const Limits limits{manifest.address_space_mb, manifest.file_size_mb,
-                      manifest.processes,        static_cast<std::size_t>(manifest.output_kb) << 10,
-                      manifest.total_memory_mb,  manifest.disk_mb};
+  Limits limits;
+  limits.address_space_mb = manifest.address_space_mb;
+  limits.file_size_mb = manifest.file_size_mb;
+  limits.processes = manifest.processes;
+  limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
+  limits.total_memory_mb = manifest.total_memory_mb;
+  limits.disk_mb = manifest.disk_mb;
   auto sandbox =
       std::make_unique<Sandbox>(limits, scratch + "/sandbox", !grading.options.no_sandbox);
-  sandbox->watch_disk(scratch + "/runs");
+  for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
   const std::vector<std::string> hidden = hidden_paths(toolchain, scratch);
   if (!sandbox->user().enabled) {
     summary += "Note: graded with --no-sandbox: the submission ran as the grader's own user.\n";

@@ -189,8 +189,10 @@ std::size_t disk_bytes_of(const std::string& dir, uid_t owner) {
   return total;
 }
 
-// Removes the entries of `dir` (not `dir` itself), making each directory searchable first.
-// Only ever called as the sandbox user: it can delete nothing that user could not.
+void remove_tree(const std::string& path);
+
+// Removes the entries of `dir` (not `dir` itself). Like remove_tree, only ever called as the
+// sandbox user: it can delete nothing that user could not.
 void remove_contents(const std::string& dir) {
   DIR* handle = opendir(dir.c_str());
   if (handle == nullptr) return;
@@ -200,17 +202,19 @@ void remove_contents(const std::string& dir) {
     if (name != "." && name != "..") names.push_back(name);
   }
   closedir(handle);
-  for (const std::string& name : names) {
-    const std::string path = dir + "/" + name;
-    struct stat info {};
-    if (lstat(path.c_str(), &info) != 0) continue;
-    if (S_ISDIR(info.st_mode)) {
-      chmod(path.c_str(), 0700);
-      remove_contents(path);
-      rmdir(path.c_str());
-    } else {
-      unlink(path.c_str());
-    }
+  for (const std::string& name : names) remove_tree(dir + "/" + name);
+}
+
+// Removes a file, a link or a directory tree (making each directory searchable first).
+void remove_tree(const std::string& path) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0) return;
+  if (S_ISDIR(info.st_mode)) {
+    chmod(path.c_str(), 0700);
+    remove_contents(path);
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
   }
 }
 
@@ -218,7 +222,7 @@ void remove_contents(const std::string& dir) {
 // directories and their world-writable subdirectories (/tmp/.X11-unix and the like).
 std::vector<std::string> world_writable_dirs() {
   std::vector<std::string> dirs;
-  for (const std::string top : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
+  for (const char* top : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
     dirs.push_back(top);
     std::error_code error;
     for (const auto& entry : fs::directory_iterator(top, error)) {
@@ -341,6 +345,8 @@ void Sandbox::remove_as_sandbox(const std::string& dir) const {
     remove_contents(dir);
     return true;
   });
+  const std::lock_guard<std::mutex> lock(mutex_);
+  condemned_.erase(dir);
 }
 
 bool Sandbox::is_sandboxed(pid_t pid) const {
@@ -382,18 +388,36 @@ void Sandbox::monitor() {
     }
     std::size_t used = 0;
     for (const std::string& dir : dirs) used += disk_bytes(dir);
+    for (const std::string& dir : condemned()) used -= std::min(used, disk_bytes(dir));
     if (user_.dedicated) {
       for (const char* dir : {"/tmp", "/var/tmp", "/dev/shm"})
         used += disk_bytes_of(dir, user_.uid);
     }
-    if (used > disk_limit) {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      for (pid_t session : sessions_) {
-        over_disk_.insert(session);
-        kill(-session, SIGKILL);
-      }
-    }
+    if (used > disk_limit) end_largest_writer();
   }
+}
+
+void Sandbox::end_largest_writer() {
+  // The command whose directory takes the most space ends; when none wrote in its own (the
+  // space went to temporary files), every running command does.
+  const std::lock_guard<std::mutex> lock(mutex_);
+  pid_t writer = 0;
+  std::size_t largest = 0;
+  for (const auto& [session, dir] : sessions_) {
+    const std::size_t bytes = dir.empty() ? 0 : disk_bytes(dir);
+    if (bytes > largest) largest = bytes, writer = session;
+  }
+  for (const auto& [session, dir] : sessions_) {
+    if (writer != 0 && session != writer) continue;
+    over_disk_.insert(session);
+    if (!dir.empty()) condemned_.insert(dir);
+    kill(-session, SIGKILL);
+  }
+}
+
+std::set<std::string> Sandbox::condemned() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return condemned_;
 }
 
 void Sandbox::sweep() const {
@@ -415,14 +439,8 @@ void Sandbox::sweep() const {
       std::error_code error;
       for (const auto& entry : fs::directory_iterator(dir, error)) {
         struct stat info {};
-        if (lstat(entry.path().c_str(), &info) != 0 || info.st_uid != uid) continue;
-        if (S_ISDIR(info.st_mode)) {
-          chmod(entry.path().c_str(), 0700);
-          remove_contents(entry.path());
-          rmdir(entry.path().c_str());
-        } else {
-          unlink(entry.path().c_str());
-        }
+        if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == uid)
+          remove_tree(entry.path());
       }
     }
     return true;
@@ -503,7 +521,7 @@ Outcome Sandbox::run(const Command& command) const {
   close(pipe_fds[1]);
   {
     const std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.insert(pid);  // its session id: the child calls setsid() first
+    sessions_[pid] = command.cwd;  // its session id: the child calls setsid() first
   }
 
   // Read its output until it exits (and a moment more), its work is done, or time is up.

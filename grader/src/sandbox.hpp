@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -116,16 +117,20 @@ class Sandbox {
   // The monitor: five times a second, the sandbox's total memory and disk use against the limits.
   void monitor();
   bool is_sandboxed(pid_t pid) const;
+  void end_largest_writer();  // over the disk limit
+  std::set<std::string> condemned() const;
 
   Limits limits_;
   SandboxUser user_;
   bool mount_namespaces_ = false;
   int lock_fd_ = -1;
 
-  mutable std::mutex mutex_;             // guards the members below
-  mutable std::set<pid_t> sessions_;     // of the sandboxed commands running now
-  mutable std::set<pid_t> over_memory_;  // sessions ended for the memory limit
-  mutable std::set<pid_t> over_disk_;    // sessions ended for the disk limit
+  mutable std::mutex mutex_;  // guards the members below
+  // The sessions of the commands running now, with the directory each writes (its cwd).
+  mutable std::map<pid_t, std::string> sessions_;
+  mutable std::set<pid_t> over_memory_;      // sessions ended for the memory limit
+  mutable std::set<pid_t> over_disk_;        // sessions ended for the disk limit
+  mutable std::set<std::string> condemned_;  // their directories, until removed: not counted
   std::vector<std::string> watched_dirs_;
   std::atomic<bool> stopping_{false};
   std::thread monitor_;
