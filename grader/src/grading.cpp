@@ -77,13 +77,15 @@ void warn_if_readable(const Sandbox& sandbox, const Toolchain& toolchain,
     secrets.push_back(toolchain.reference_dir + "/" + file);
     secrets.push_back(toolchain.reference_objects.at(file));
   }
+  std::string readable;
   for (const std::string& path : secrets) {
-    if (!sandbox.can_read(path, hidden)) continue;
-    log << "dtk-grade: WARNING: the sandbox user can read " << path
-        << ": a submission could copy the reference or the expected outputs. Lock the kit "
-           "down (chmod -R go-rwx on its checkout; README, The sandbox)."
-        << std::endl;
+    if (sandbox.can_read(path, hidden)) readable += "  " + path + "\n";
   }
+  if (readable.empty()) return;
+  log << "dtk-grade: WARNING: the sandbox user can read these files, so a submission could copy "
+         "the reference or the expected outputs. Lock the kit down (chmod -R go-rwx on its "
+         "checkout; README, The sandbox):\n"
+      << readable << std::flush;
 }
 
 // The kit's trees, hidden from sandboxed processes (unless the scratch lives inside one).
