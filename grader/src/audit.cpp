@@ -133,15 +133,17 @@ Audit audit_object(const std::string& readelf, const std::vector<std::string>& f
   const auto references = references_of(readelf);
   std::map<std::string, std::string> section_of;  // defined symbol -> its section
   Audit audit;
-  std::set<std::string> forbidden_anywhere;
+  std::set<std::string> forbidden_anywhere, replaced;
   for (const Symbol& symbol : symbols) {
     if (!symbol.section.empty()) {
       section_of[symbol.name] = symbol.section;
       audit.defined.insert(demangle(symbol.name));
     }
-    // Defining a library's function (MPI_Send, dladdr, ...) replaces the library's own: as
-    // forbidden as calling a forbidden one.
-    if (is_forbidden(symbol.name, rules) || interposes(symbol)) {
+    // Defining a library's function (MPI_Send, dladdr, ...) replaces the library's own for the
+    // whole process: it costs every graded function of the file.
+    if (interposes(symbol)) {
+      replaced.insert(symbol.name);
+    } else if (is_forbidden(symbol.name, rules)) {
       forbidden_anywhere.insert(symbol.name);
     }
   }
@@ -175,6 +177,12 @@ Audit audit_object(const std::string& readelf, const std::vector<std::string>& f
   for (const std::string& name : forbidden_anywhere) {
     if (attributed.count(name)) continue;
     for (const std::string& function : functions) audit.forbidden[function].insert(name);
+  }
+  for (const std::string& name : replaced) {
+    for (const std::string& function : functions) {
+      audit.forbidden[function].insert("a definition of " + demangle(name) +
+                                       ", which replaces the library's own");
+    }
   }
   return audit;
 }
