@@ -12,7 +12,7 @@
 # LIMITS: grade with the build's manifest with these "limits" changed.
 # Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
 # @DTK_SELFTEST_VICTIM@ expand. GUARD: a hostile submission; the grading must leave the victim
-# (a directory outside the scratch, owned by root) and the kit's precompiled header unchanged,
+# (a directory outside the scratch, owned by the caller) and the kit's precompiled header unchanged,
 # and no file of the sandbox user where anyone may write (a world-writable directory is made in
 # /var/tmp for the submission to try).
 # Expectations: full (all points), zero (none), lost (some lost), or a number of points.
@@ -96,6 +96,12 @@ if(GUARD)
   file(SHA256 ${kit_pch} pch_before)
 endif()
 
+# Not root, there is no sandbox: grade as the caller (the checks below still hold).
+execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT uid EQUAL 0)
+  list(APPEND ARGS --no-sandbox)
+endif()
+
 # Grading.
 string(TIMESTAMP start "%s")
 execute_process(COMMAND ${DTK_GRADE} ${submission} --seed 7 --results ${results} ${ARGS}
@@ -177,7 +183,7 @@ foreach(pattern IN LISTS EXPECT_OUTPUT)
 endforeach()
 
 if(GUARD)
-  execute_process(COMMAND find ${DTK_SELFTEST_VICTIM} ! -user root OUTPUT_VARIABLE changed)
+  execute_process(COMMAND find ${DTK_SELFTEST_VICTIM} ! -user ${uid} OUTPUT_VARIABLE changed)
   if(changed)
     fail("the grading changed the owner of files outside its scratch:\n${changed}")
   endif()
