@@ -18,10 +18,15 @@
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
 //   crashed <signal> / exited                the rank died during the test (no "end" follows)
 // The student's runner writes these files from inside the submission's processes, so the grader
-// parses them as untrusted input: bounded sizes, and anything malformed is just "missing".
+// parses them as untrusted input: bounded sizes, and anything malformed is just "missing". The
+// runner keeps no descriptor of its file open while student code runs (the records of a test
+// are buffered and appended after the call returns), and a test's "end" line carries a keyed
+// hash (SipHash-2-4) of its block, under a key the grader gives each launch and the runner reads
+// and deletes before any student code runs: a block the grader cannot verify, or begun twice,
+// was written behind the runner's back and spoils that test.
+//   end <id> <hash>
 #pragma once
 
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,6 +55,7 @@ struct TestOutput {
   bool timed_out = false;  // the runner's watchdog stopped it
   int crash_signal = 0;    // the rank died of this signal during the test
   bool exited = false;     // the rank's process ended (exit()) during the test
+  bool tampered = false;   // begun twice or a wrong hash: something else wrote into the file
   std::vector<std::string> notes;
   std::vector<std::pair<std::string, Value>> values;  // in the order written
   std::vector<std::string> errors;
@@ -63,17 +69,25 @@ struct TestOutput {
 // Test id -> what one rank wrote for it.
 using RankOutput = std::map<std::string, TestOutput>;
 
-// Parses one rank's file. Never throws on bad content: a malformed line is skipped.
-RankOutput parse_rank_output(const std::string& text);
+// Parses one rank's file, checking each block's hash with `key` (32 hex digits). Never throws on
+// bad content: a malformed line is skipped.
+RankOutput parse_rank_output(const std::string& text, const std::string& key);
+
+// The keyed hash of a block of records, as 16 hex digits (SipHash-2-4; `key`: 32 hex digits).
+std::string block_hash(const std::string& key, const std::string& block);
 
 // Replaces tabs and line breaks, so that any text fits on one record line.
 std::string one_line(std::string text);
 
-// The runner's side: writes records to one rank's file, flushing at the end of every test.
+// The runner's side: writes one rank's file. "begin" goes to the file at once (a test that
+// crashes must still show it began); the records of the test are kept in memory and appended
+// with its "end", after the student's call has returned. The file is open only while written.
 class RecordWriter {
  public:
-  explicit RecordWriter(std::FILE* file) : file_(file) {}
+  // Creates the file, empty; throws if it cannot. `key`: the launch's key (32 hex digits).
+  RecordWriter(std::string path, std::string key);
 
+  const std::string& path() const { return path_; }
   void begin(const std::string& id);
   void end(const std::string& id);
   void note(const std::string& text);
@@ -91,8 +105,10 @@ class RecordWriter {
  private:
   void tensor_payload(const std::string& dtype, const std::vector<std::size_t>& shape,
                       const std::vector<double>& values);
+  void append(const std::string& text) const;  // opens, writes, closes
 
-  std::FILE* file_;
+  std::string path_, key_;
+  std::string block_;  // the current test's "begin" line and records
 };
 
 }  // namespace dtk::grade

@@ -4,12 +4,15 @@
 //                                --test-seconds T  TEST_ID...
 //
 // It only evaluates: for each test it builds the inputs from (seed, test id), calls the one
-// student function under test and records the outputs in DIR/rank<R>.out. It judges nothing:
-// the grader compares these files with the ones the same runner writes when linked with the
-// reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends the
-// process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
+// student function under test and records the outputs in DIR/rank<R>.out. Each rank works in
+// its own directory, <work>/rank<R> (its current directory: files a check writes go there). It
+// judges nothing: the grader compares these files with the ones the same runner writes when linked
+// with the reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends
+// the process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -70,15 +73,18 @@ Options parse_options(int argc, char** argv) {
 }
 
 RecordWriter* current_test = nullptr;  // where forbidden calls are recorded
-int output_fd = -1;
+char output_path[4096];                // this rank's record file, for the signal handler
 volatile std::sig_atomic_t in_test = 0;
 
 // A rank that dies in a test says so in its file first: the grader then stops the launch at
-// once instead of waiting for mpirun to notice (a second or two).
+// once instead of waiting for mpirun to notice (a second or two). Async-signal-safe.
 void write_marker(const char* line) {
-  if (write(output_fd, line, std::strlen(line)) < 0) {
-    // The grader sees an unfinished test either way.
+  const int fd = open(output_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;  // the grader sees an unfinished test either way
+  if (write(fd, line, std::strlen(line)) < 0) {
+    // Likewise.
   }
+  close(fd);
 }
 
 struct sigaction previous[NSIG];
@@ -173,6 +179,20 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   MPI_Comm_free(&test_comm);
 }
 
+// The key of this launch's record hashes, from <out>/key, which the grader wrote. Once every
+// rank has it, rank 0 deletes the file: no student code has run yet.
+std::string read_launch_key(const std::string& out_dir, int rank) {
+  const std::string path = out_dir + "/key";
+  char key[33] = {};
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const bool read_all = fd >= 0 && read(fd, key, 32) == 32;
+  if (fd >= 0) close(fd);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) unlink(path.c_str());
+  if (!read_all) throw std::runtime_error("cannot read the launch's key " + path);
+  return key;
+}
+
 // "xt::xtensor<...> dtk::f<double>(xt::... const&, int)" -> "dtk::f<double>".
 std::string short_name(std::string demangled) {
   const std::string anonymous = "(anonymous namespace)::";
@@ -223,18 +243,25 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
-  std::FILE* file = std::fopen(path.c_str(), "w");
-  if (file == nullptr) {
-    std::fprintf(stderr, "dtk-grade-runner: cannot write %s: %s\n", path.c_str(),
-                 std::strerror(errno));
+  std::snprintf(output_path, sizeof output_path, "%s", path.c_str());
+  std::unique_ptr<RecordWriter> writer;
+  Options rank_options = options;
+  rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);
+  try {
+    writer = std::make_unique<RecordWriter>(path, read_launch_key(options.out_dir, rank));
+    if ((mkdir(rank_options.work_dir.c_str(), 0700) != 0 && errno != EEXIST) ||
+        chdir(rank_options.work_dir.c_str()) != 0) {
+      throw std::runtime_error("cannot enter " + rank_options.work_dir + ": " +
+                               std::strerror(errno));
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dtk-grade-runner: %s\n", error.what());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  output_fd = fileno(file);
-  RecordWriter out(file);
+  RecordWriter& out = *writer;
   report_deaths();
   Watchdog watchdog(options.test_seconds);
-  for (const std::string& id : options.tests) run_test(options, id, out, watchdog);
-  std::fclose(file);
+  for (const std::string& id : options.tests) run_test(rank_options, id, out, watchdog);
   MPI_Finalize();
   return 0;
 }

@@ -12,7 +12,9 @@ namespace {
 
 struct Symbol {
   std::string name;
-  std::string section;  // "" when undefined
+  std::string section;    // "" when undefined
+  bool exported = false;  // global or weak, default or protected visibility
+  bool strong = false;    // global: not an instance of a template or inline function
 };
 
 // Section index -> name, from the section headers ("  [ 5] .text._ZN3dtk... PROGBITS ...").
@@ -40,7 +42,9 @@ std::vector<Symbol> symbols_of(const std::string& text,
     if (!(fields >> num >> value >> size >> type >> bind >> vis >> ndx >> name)) continue;
     if (num.empty() || num.back() != ':' || type == "SECTION" || type == "FILE") continue;
     const auto section = sections.find(ndx);
-    symbols.push_back({name, ndx == "UND" || section == sections.end() ? "" : section->second});
+    symbols.push_back({name, ndx == "UND" || section == sections.end() ? "" : section->second,
+                       bind != "LOCAL" && (vis == "DEFAULT" || vis == "PROTECTED"),
+                       bind == "GLOBAL"});
   }
   return symbols;
 }
@@ -71,6 +75,21 @@ std::map<std::string, std::set<std::string>> references_of(const std::string& te
     }
   }
   return references;
+}
+
+// Would this definition, exported from libdtk_student.so, replace a function of the C or C++
+// library, MPI or the runner for the whole process? C names (any extern "C" definition: student
+// code defines only C++ functions), and strong definitions of operator new and delete and of
+// names in std:: or in the runner's namespace dtk::grade (the weak ones are the compiler's
+// instances of header templates, the same code as the library's).
+bool interposes(const Symbol& symbol) {
+  if (symbol.section.empty() || !symbol.exported) return false;
+  if (symbol.name.rfind("_Z", 0) != 0) return true;
+  for (const char* prefix : {"_Znw", "_Zna", "_Zdl", "_Zda", "_ZNSt", "_ZSt", "_ZNKSt",
+                             "_ZN3dtk5grade", "_ZNK3dtk5grade"}) {
+    if (symbol.strong && symbol.name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
 }
 
 bool is_forbidden(const std::string& symbol, const AuditRules& rules) {
@@ -114,15 +133,17 @@ Audit audit_object(const std::string& readelf, const std::vector<std::string>& f
   const auto references = references_of(readelf);
   std::map<std::string, std::string> section_of;  // defined symbol -> its section
   Audit audit;
-  std::set<std::string> forbidden_anywhere;
+  std::set<std::string> forbidden_anywhere, replaced;
   for (const Symbol& symbol : symbols) {
     if (!symbol.section.empty()) {
       section_of[symbol.name] = symbol.section;
       audit.defined.insert(demangle(symbol.name));
     }
-    // Defining an MPI function replaces MPI's own: as forbidden as calling a forbidden one.
-    if (is_forbidden(symbol.name, rules) ||
-        (!symbol.section.empty() && symbol.name.rfind("MPI_", 0) == 0)) {
+    // Defining a library's function (MPI_Send, dladdr, ...) replaces the library's own for the
+    // whole process: it costs every graded function of the file.
+    if (interposes(symbol)) {
+      replaced.insert(symbol.name);
+    } else if (is_forbidden(symbol.name, rules)) {
       forbidden_anywhere.insert(symbol.name);
     }
   }
@@ -156,6 +177,12 @@ Audit audit_object(const std::string& readelf, const std::vector<std::string>& f
   for (const std::string& name : forbidden_anywhere) {
     if (attributed.count(name)) continue;
     for (const std::string& function : functions) audit.forbidden[function].insert(name);
+  }
+  for (const std::string& name : replaced) {
+    for (const std::string& function : functions) {
+      audit.forbidden[function].insert("a definition of " + demangle(name) +
+                                       ", which replaces the library's own");
+    }
   }
   return audit;
 }

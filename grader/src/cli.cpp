@@ -8,6 +8,7 @@ namespace dtk::grade {
 const char* const kUsage =
     "usage: dtk-grade SUBMISSION [--results FILE] [--public-only] [--timeout SECONDS]\n"
     "                 [--autolab] [--seed N] [--manifest FILE] [--keep-scratch]\n"
+    "                 [--no-sandbox]\n"
     "\n"
     "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
     "files (listed in starter/handin/assignment1.txt). Writes Gradescope's results.json and\n"
@@ -21,6 +22,9 @@ const char* const kUsage =
     "  --seed N           the seed of the random test inputs (default: random; printed)\n"
     "  --manifest FILE    parts, points and cases (default: the build's grader/data copy)\n"
     "  --keep-scratch     keep the scratch directory (its path is printed)\n"
+    "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
+    "                     root): the submission can then read whatever you can, the\n"
+    "                     reference and the expected outputs included; trusted code only\n"
     "\n"
     "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
     "grader itself could not run (kit not built, bad manifest).\n";
@@ -60,6 +64,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.autolab = true;
     } else if (arg == "--keep-scratch") {
       options.keep_scratch = true;
+    } else if (arg == "--no-sandbox") {
+      options.no_sandbox = true;
     } else if (arg == "--timeout") {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 3600));
     } else if (arg == "--seed") {

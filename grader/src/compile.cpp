@@ -1,5 +1,7 @@
 #include "compile.hpp"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kMaxErrorLines = 25, kMaxErrorChars = 3000;
+constexpr std::size_t kMaxDependencyBytes = 1 << 20, kMaxLibraryBytes = std::size_t{256} << 20;
 
 std::string read_source(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -36,9 +39,7 @@ std::string first_errors(std::string output, const std::string& src_dir) {
 }
 
 // Every file the compiler read (a make rule written with -MD), one per element.
-std::vector<std::string> dependencies(const std::string& dep_file) {
-  std::ifstream file(dep_file);
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+std::vector<std::string> dependencies(const std::string& text) {
   std::vector<std::string> deps;
   std::string current;
   const std::size_t colon = text.find(": ");
@@ -62,7 +63,11 @@ std::vector<std::string> dependencies(const std::string& dep_file) {
 
 // Why the includes of a compiled file are not acceptable, or "".
 std::string include_problem(const std::string& dep_file, const std::string& scratch) {
-  for (const std::string& dep : dependencies(dep_file)) {
+  std::string text, problem;  // written in the sandbox: read as an untrusted file
+  if (!read_regular_file(dep_file, kMaxDependencyBytes, text, problem)) {
+    return "the list of the headers it includes cannot be read: it " + problem;
+  }
+  for (const std::string& dep : dependencies(text)) {
     const std::string path = fs::weakly_canonical(dep).string();
     if (path.rfind(scratch + "/", 0) == 0 || path.rfind("/usr/", 0) == 0) continue;
     return "it includes " + dep +
@@ -72,15 +77,19 @@ std::string include_problem(const std::string& dep_file, const std::string& scra
   return "";
 }
 
-// The precompiled header, next to its .gch, where the sandbox can read it: a hard link when
-// the scratch directory is on the build's file system (the .gch is large), a copy otherwise.
+// The precompiled header, next to its .gch, copied (never linked: the kit's own file must stay
+// out of the sandbox's reach whatever happens in the scratch) and readable by the sandbox.
 void share_pch(const std::string& header, const std::string& dir) {
   fs::create_directories(dir);
   const std::string name = fs::path(header).filename().string();
-  copy_file(header, dir + "/" + name);
-  std::error_code error;
-  fs::create_hard_link(header + ".gch", dir + "/" + name + ".gch", error);
-  if (error) copy_file(header + ".gch", dir + "/" + name + ".gch");
+  install_readable(header, dir + "/" + name);
+  install_readable(header + ".gch", dir + "/" + name + ".gch");
+}
+
+// A student file's path as one file name: "model/func_impl.cpp" -> "model_func_impl.cpp".
+std::string flat_name(std::string file) {
+  for (char& c : file) c = c == '/' ? '_' : c;
+  return file;
 }
 
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& read_only,
@@ -109,11 +118,16 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
 StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
                               const Sandbox& sandbox, const std::string& scratch,
                               const std::vector<std::string>& hidden, int compile_seconds) {
-  const std::string work = scratch + "/sandbox/work", read_only = scratch + "/read-only";
-  const std::string src_dir = work + "/src/", obj_dir = work + "/obj/",
-                    bin_dir = read_only + "/bin/";
-  for (const std::string& dir : {src_dir, obj_dir, bin_dir}) fs::create_directories(dir);
-  fs::copy(toolchain.dtk_include_dir, read_only + "/include", fs::copy_options::recursive);
+  // The grader writes only into read-only/ (its own); the sandbox writes only into build/.
+  const std::string read_only = scratch + "/read-only";
+  const std::string src_dir = read_only + "/src/", objects_dir = read_only + "/objects/",
+                    bin_dir = read_only + "/bin/", build_dir = scratch + "/build/";
+  for (const std::string& dir : {src_dir, objects_dir, bin_dir}) {
+    fs::create_directories(dir);
+    chmod(dir.c_str(), 0755);
+  }
+  sandbox.make_directory(build_dir);
+  install_readable(toolchain.dtk_include_dir, read_only + "/include");
   if (!toolchain.pch.empty()) share_pch(toolchain.pch, read_only + "/pch");
 
   StudentBuild build;
@@ -121,9 +135,7 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
   for (const std::string& file : toolchain.student_files) {
     FileBuild entry;
     entry.file = file;
-    std::string flat = file;
-    for (char& c : flat) c = c == '/' ? '_' : c;
-    entry.object = obj_dir + flat + ".o";
+    entry.object = build_dir + flat_name(file) + ".o";
     const auto found = submission.files.find(file);
     if (found == submission.files.end()) {
       entry.status = FileBuild::Status::missing;
@@ -131,22 +143,27 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
       entry.status = FileBuild::Status::same_as_starter;
     } else if (found->second == read_source(toolchain.reference_dir + "/" + file)) {
       entry.status = FileBuild::Status::same_as_reference;
-      copy_file(toolchain.reference_objects.at(file), entry.object);
+      entry.object = objects_dir + flat_name(file) + ".reference.o";
+      install_readable(toolchain.reference_objects.at(file), entry.object);
     } else {
-      fs::create_directories(fs::path(src_dir + file).parent_path());
+      fs::path dir = src_dir;
+      for (const fs::path& part : fs::path(file).parent_path()) {
+        fs::create_directory(dir /= part);
+        chmod(dir.c_str(), 0755);
+      }
       write_file(src_dir + file, found->second);
+      chmod((src_dir + file).c_str(), 0644);
       entry.status = FileBuild::Status::compiled;
       to_compile.push_back(build.files.size());
     }
     build.files.push_back(entry);
   }
-  sandbox.hand_over(work);
 
   // A tool of the build (compiler, linker), in the sandbox.
   auto tool = [&](std::vector<std::string> argv) {
     Command command;
     command.argv = std::move(argv);
-    command.cwd = work;
+    command.cwd = build_dir;
     command.timeout_seconds = compile_seconds;
     command.address_space_mb = 4096;  // cc1plus needs more than a test
     command.hidden_paths = hidden;
@@ -189,14 +206,16 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
   // Everything not compiled from the submission links the starter's object.
   auto link = [&] {
     std::vector<std::string> argv = {toolchain.compiler, "-shared", "-o",
-                                     obj_dir + "libdtk_student.so"};
+                                     build_dir + "libdtk_student.so"};
     for (FileBuild& entry : build.files) {
-      if (!entry.uses_student_code()) {
-        copy_file(toolchain.starter_objects.at(entry.file), entry.object);
+      if (entry.uses_student_code()) {
+        argv.push_back(entry.object);
+      } else {
+        const std::string starter = objects_dir + flat_name(entry.file) + ".starter.o";
+        install_readable(toolchain.starter_objects.at(entry.file), starter);
+        argv.push_back(starter);
       }
-      argv.push_back(entry.object);
     }
-    sandbox.hand_over(obj_dir);
     return tool(argv);
   };
   Outcome linked = link();
@@ -213,10 +232,16 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
       throw std::runtime_error("cannot link the starter's objects:\n" + linked.output);
     }
   }
-  // The sandbox user may not change what it runs: its own library and the runner, copied out.
-  copy_file(obj_dir + "libdtk_student.so", bin_dir + "libdtk_student.so");
+  // The sandbox user may not change what it runs: its own library (read as an untrusted file)
+  // and the runner, copied out of its reach.
+  std::string library, problem;
+  if (!read_regular_file(build_dir + "libdtk_student.so", kMaxLibraryBytes, library, problem)) {
+    throw std::runtime_error("cannot take the linked libdtk_student.so: it " + problem);
+  }
+  write_file(bin_dir + "libdtk_student.so", library);
+  chmod((bin_dir + "libdtk_student.so").c_str(), 0644);
   build.runner = bin_dir + "dtk-grade-runner";
-  copy_file(toolchain.runner, build.runner);
+  install_readable(toolchain.runner, build.runner);
   return build;
 }
 

@@ -20,7 +20,7 @@ struct FileBuild {
   enum class Status { compiled, same_as_starter, same_as_reference, missing, failed };
   std::string file;  // student path, e.g. "model/func_impl.cpp"
   Status status = Status::missing;
-  std::string object;   // the object linked, inside the work directory
+  std::string object;   // the object linked: <scratch>/build/ when compiled
   std::string message;  // for failed: the compiler's first errors
   bool uses_student_code() const {
     return status == Status::compiled || status == Status::same_as_reference;
@@ -32,10 +32,10 @@ struct StudentBuild {
   std::string runner;  // <scratch>/read-only/bin/dtk-grade-runner, libdtk_student.so beside it
 };
 
-// Compiles in <scratch>/sandbox/work (the sandbox user's); what the sandbox reads but must not
-// change (headers, the precompiled header, the runner and the library) goes to
-// <scratch>/read-only. Throws std::runtime_error only when even the starter's objects cannot be
-// linked (a broken kit).
+// Compiles in <scratch>/build (made here for the sandbox user); what the sandbox reads but must
+// not change (the student's sources, headers, the precompiled header, prebuilt objects, the
+// runner and the library) goes to <scratch>/read-only, readable by it even when the kit is not.
+// Throws std::runtime_error only when even the starter's objects cannot be linked (a broken kit).
 StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
                               const Sandbox& sandbox, const std::string& scratch,
                               const std::vector<std::string>& hidden, int compile_seconds);

@@ -45,19 +45,44 @@ std::vector<Planned> plan_tests(const Manifest& manifest, bool public_only, std:
   return plan;
 }
 
-// <tmp>/dtk-grade.XXXXXX (0711): private/ (0700) holds the grader's files, sandbox/ the
-// sandbox user's home, read-only/ (0755) what the sandbox may read but not change.
+// <tmp>/dtk-grade.XXXXXX (0711): private/ (0700) holds the grader's files (the expected
+// outputs), read-only/ (0755) what the sandbox may read but not change, runs/ (0711) one
+// directory per launch of tests. The sandbox user's own directories (sandbox/, its home, and
+// build/) are made by the Sandbox, and those of the launches by the Launcher: all of them in
+// directories of the grader's, where the submission can plant nothing.
 std::string make_scratch() {
   const char* tmp = std::getenv("TMPDIR");
   std::string root = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtk-grade.XXXXXX";
   if (mkdtemp(root.data()) == nullptr) throw std::runtime_error("cannot create " + root);
   chmod(root.c_str(), 0711);
   for (const auto& [dir, mode] :
-       {std::pair{"/private", 0700}, {"/sandbox", 0700}, {"/read-only", 0755}}) {
+       {std::pair{"/private", 0700}, {"/read-only", 0755}, {"/runs", 0711}}) {
     fs::create_directory(root + dir);
     chmod((root + dir).c_str(), mode);
   }
   return root;
+}
+
+// What the submission must never read: the reference's sources and objects, and where the
+// expected outputs go. Said loudly when the sandbox can read one (the kit left readable to
+// others where mount namespaces cannot hide it).
+void warn_if_readable(const Sandbox& sandbox, const Toolchain& toolchain,
+                      const std::string& scratch, const std::vector<std::string>& hidden,
+                      std::ostream& log) {
+  std::vector<std::string> secrets = {scratch + "/private"};
+  for (const std::string& file : toolchain.student_files) {
+    secrets.push_back(toolchain.reference_dir + "/" + file);
+    secrets.push_back(toolchain.reference_objects.at(file));
+  }
+  std::string readable;
+  for (const std::string& path : secrets) {
+    if (sandbox.can_read(path, hidden)) readable += "  " + path + "\n";
+  }
+  if (readable.empty()) return;
+  log << "dtk-grade: WARNING: the sandbox user can read these files, so a submission could copy "
+         "the reference or the expected outputs. Lock the kit down (chmod -R go-rwx on its "
+         "checkout; README, The sandbox):\n"
+      << readable << std::flush;
 }
 
 // The kit's trees, hidden from sandboxed processes (unless the scratch lives inside one).
@@ -113,6 +138,17 @@ std::map<std::string, Audit> audit_files(const Manifest& manifest, const Student
   return audits;
 }
 
+// Empties the sandbox user's directories of the scratch, as that user (links it planted lead
+// nowhere it could not go itself): afterwards the grader removes only its own directories and
+// empty ones.
+void remove_sandbox_files(const Sandbox& sandbox, const std::string& scratch) {
+  for (const char* dir : {"/sandbox", "/build"}) sandbox.remove_as_sandbox(scratch + dir);
+  std::error_code error;
+  for (const auto& launch : fs::directory_iterator(scratch + "/runs", error)) {
+    sandbox.remove_as_sandbox(launch.path());
+  }
+}
+
 // Why a test cannot run at all, or "".
 std::string cannot_run(const Planned& planned, const FileBuild& file, const Audit* audit) {
   const std::string& path = planned.part->file;
@@ -164,17 +200,21 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   for (const Planned& planned : plan) all_tests.push_back(planned.test);
 
   const std::string scratch = make_scratch();
-  const std::string home = scratch + "/sandbox", work = home + "/work";
-  const Limits limits{manifest.address_space_mb, manifest.file_size_mb, manifest.processes,
-                      static_cast<std::size_t>(manifest.output_kb) << 10};
-  auto sandbox = std::make_unique<Sandbox>(limits, home);
+  Limits limits;
+  limits.address_space_mb = manifest.address_space_mb;
+  limits.file_size_mb = manifest.file_size_mb;
+  limits.processes = manifest.processes;
+  limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
+  limits.total_memory_mb = manifest.total_memory_mb;
+  limits.disk_mb = manifest.disk_mb;
+  auto sandbox =
+      std::make_unique<Sandbox>(limits, scratch + "/sandbox", !grading.options.no_sandbox);
+  for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
   const std::vector<std::string> hidden = hidden_paths(toolchain, scratch);
   if (!sandbox->user().enabled) {
-    summary += "Note: not run as root, so the submission ran as the grader's own user.\n";
-  } else if (!sandbox->hides_paths()) {
-    log << "Note: no mount namespaces here, so the kit's files are not hidden from the "
-           "submission: keep them unreadable to others (chmod 700 the checkout)."
-        << std::endl;
+    summary += "Note: graded with --no-sandbox: the submission ran as the grader's own user.\n";
+  } else {
+    warn_if_readable(*sandbox, toolchain, scratch, hidden, log);
   }
 
   // The reference runs, as the grader, while the submission compiles: one launch on as many
@@ -206,7 +246,8 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
     file_builds[file.file] = &file;
     summary += file.file + ": " + build_status(file) + ".\n";
   }
-  const std::map<std::string, Audit> audits = audit_files(manifest, build, *sandbox, work, hidden);
+  const std::map<std::string, Audit> audits =
+      audit_files(manifest, build, *sandbox, scratch + "/build", hidden);
 
   std::map<std::string, std::string> blocked;  // test id -> why it cannot run
   std::vector<TestCase> runnable;
@@ -220,13 +261,11 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       blocked[planned.test.id()] = why;
     }
   }
-  fs::copy(toolchain.configs_dir, scratch + "/read-only/configs", fs::copy_options::recursive);
-  fs::create_directories(work + "/runs");
-  sandbox->hand_over(work + "/runs");
+  install_readable(toolchain.configs_dir, scratch + "/read-only/configs");
   Launcher student;
   student.sandbox = sandbox.get();
   student.runner = build.runner;
-  student.runs_dir = work + "/runs";
+  student.runs_dir = scratch + "/runs";
   student.configs_dir = scratch + "/read-only/configs";
   student.seed = grading.seed;
   student.test_seconds = manifest.test_seconds;
@@ -236,7 +275,9 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   log << "Running " << runnable.size() << " tests..." << std::endl;
   const std::map<std::string, TestRun> actual = run_groups(student, runnable);
   const std::map<std::string, TestRun> expected = expected_future.get();
-  sandbox.reset();  // ends whatever the submission left running
+  sandbox->sweep();  // ends whatever the submission left running
+  if (!grading.options.keep_scratch) remove_sandbox_files(*sandbox, scratch);
+  sandbox.reset();
 
   // A forbidden call found by the audit or at run time costs its part.
   std::map<int, std::set<std::string>> forbidden;

@@ -33,6 +33,12 @@ int run(int argc, char** argv) {
     if (!std::filesystem::exists(options->submission)) {
       throw UsageError("no such file or directory: " + options->submission);
     }
+    if (geteuid() != 0 && !options->no_sandbox) {
+      throw UsageError(
+          "not run as root, so there is no sandbox: the submission would run as you and could "
+          "read the reference and the expected outputs. Run dtk-grade as root (sudo), or pass "
+          "--no-sandbox to grade trusted code as yourself");
+    }
   } catch (const UsageError& error) {
     std::cerr << "dtk-grade: " << error.what() << "\n"
               << "usage: dtk-grade SUBMISSION [options]   (dtk-grade --help lists them)\n";

@@ -48,6 +48,7 @@ struct Manifest {
   int max_ranks = 0;
   int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
   int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
+  int total_memory_mb = 0, disk_mb = 0;  // all sandboxed processes together
   double float_rtol = 0, double_rtol = 0, real_rtol = 0;
   std::string visibility;
   std::set<std::string> allowed_mpi;

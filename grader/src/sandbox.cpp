@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 namespace dtk::grade {
@@ -153,9 +155,120 @@ void capture(const char* data, std::size_t n, std::size_t half, std::string& hea
   if (tail.size() > 2 * half) tail.erase(0, tail.size() - half);
 }
 
+// Resident memory of a process, in bytes (0 once it is gone).
+std::size_t resident_bytes(pid_t pid) {
+  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  std::size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Disk space used by `path` and, for a directory, everything under it (not following links).
+std::size_t disk_bytes(const std::string& path) {
+  static thread_local std::size_t total;  // nftw takes a plain function
+  total = 0;
+  nftw(
+      path.c_str(),
+      [](const char*, const struct stat* info, int, FTW*) {
+        total += static_cast<std::size_t>(info->st_blocks) * 512;
+        return 0;
+      },
+      16, FTW_PHYS | FTW_MOUNT);
+  return total;
+}
+
+// Disk space used by the entries of `dir` that belong to `owner`.
+std::size_t disk_bytes_of(const std::string& dir, uid_t owner) {
+  std::size_t total = 0;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    struct stat info {};
+    if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == owner)
+      total += disk_bytes(entry.path());
+  }
+  return total;
+}
+
+void remove_tree(const std::string& path);
+
+// Removes the entries of `dir` (not `dir` itself). Like remove_tree, only ever called as the
+// sandbox user: it can delete nothing that user could not.
+void remove_contents(const std::string& dir) {
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return;
+  std::vector<std::string> names;
+  while (const dirent* entry = readdir(handle)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(handle);
+  for (const std::string& name : names) remove_tree(dir + "/" + name);
+}
+
+// Removes a file, a link or a directory tree (making each directory searchable first).
+void remove_tree(const std::string& path) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0) return;
+  if (S_ISDIR(info.st_mode)) {
+    chmod(path.c_str(), 0700);
+    remove_contents(path);
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
+  }
+}
+
+// Where any user may create files, so the sandbox user may leave some: the temporary
+// directories and their world-writable subdirectories (/tmp/.X11-unix and the like).
+std::vector<std::string> world_writable_dirs() {
+  std::vector<std::string> dirs;
+  for (const char* top : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
+    dirs.push_back(top);
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(top, error)) {
+      struct stat info {};
+      if (lstat(entry.path().c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
+          (info.st_mode & S_IWOTH)) {
+        dirs.push_back(entry.path());
+      }
+    }
+  }
+  return dirs;
+}
+
 }  // namespace
 
+void install_readable(const std::string& from, const std::string& to) {
+  auto install_file = [](const fs::path& source, const fs::path& target) {
+    std::error_code error;
+    fs::remove(target, error);
+    fs::copy_file(source, target, error);
+    if (error) throw std::runtime_error("cannot copy " + source.string() + ": " + error.message());
+    const bool executable =
+        (fs::status(source).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    chmod(target.c_str(), executable ? 0755 : 0644);
+  };
+  if (!fs::is_directory(from)) {
+    install_file(from, to);
+    return;
+  }
+  fs::create_directories(to);
+  chmod(to.c_str(), 0755);
+  for (const auto& entry : fs::recursive_directory_iterator(from)) {
+    const fs::path target = to / fs::relative(entry.path(), from);
+    if (entry.is_directory()) {
+      fs::create_directories(target);
+      chmod(target.c_str(), 0755);
+    } else {
+      install_file(entry.path(), target);
+    }
+  }
+}
+
 std::string Outcome::describe() const {
+  if (over_limit == "memory") return "ended: the sandbox's processes used too much memory together";
+  if (over_limit == "disk") return "ended: the sandbox's files took too much disk space";
+  if (stopped_by_signal) return "stopped by a signal (SIGSTOP or SIGTSTP): counted as hung";
   if (timed_out) return "timed out after " + std::to_string(static_cast<int>(seconds + 0.5)) + " s";
   if (stopped_when_done) return "stopped: its work was done but it did not exit";
   if (signal != 0)
@@ -163,9 +276,10 @@ std::string Outcome::describe() const {
   return "exit status " + std::to_string(exit_code);
 }
 
-Sandbox::Sandbox(const Limits& limits, const std::string& home) : limits_(limits) {
+Sandbox::Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user)
+    : limits_(limits) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our commands come back to us, to be reaped
-  user_ = find_or_create_user();
+  if (use_sandbox_user) user_ = find_or_create_user();
   user_.home = home;
   if (user_.dedicated) {
     lock_fd_ = open("/run/dtk-grade.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -176,24 +290,134 @@ Sandbox::Sandbox(const Limits& limits, const std::string& home) : limits_(limits
   }
   if (user_.enabled) {
     mount_namespaces_ = in_child(private_mounts);
-    hand_over(home);
     sweep();  // a clean start: nothing of an earlier grading counts against the limits
   }
+  make_directory(home);
+  watch_disk(home);
+  monitor_ = std::thread([this] { monitor(); });
 }
 
 Sandbox::~Sandbox() {
+  stopping_ = true;
+  monitor_.join();
   sweep();
   if (lock_fd_ >= 0) close(lock_fd_);
 }
 
-void Sandbox::hand_over(const std::string& path) const {
-  if (!user_.enabled) return;
-  std::error_code error;
-  if (lchown(path.c_str(), user_.uid, user_.gid) != 0) return;
-  if (!fs::is_directory(path, error)) return;
-  for (const auto& entry : fs::recursive_directory_iterator(path, error)) {
-    if (lchown(entry.path().c_str(), user_.uid, user_.gid) != 0) break;
+void Sandbox::make_directory(const std::string& path) const {
+  if (mkdir(path.c_str(), 0700) != 0) {
+    throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
   }
+  if (!user_.enabled) return;
+  const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const bool given = fd >= 0 && fchown(fd, user_.uid, user_.gid) == 0;
+  if (fd >= 0) close(fd);
+  if (!given) throw std::runtime_error("cannot give " + path + " to the sandbox user");
+}
+
+void Sandbox::watch_disk(const std::string& dir) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  watched_dirs_.push_back(dir);
+}
+
+bool Sandbox::can_read(const std::string& path, const std::vector<std::string>& hidden) const {
+  Command command;
+  command.argv = {"test", "-r", path};
+  command.timeout_seconds = 10;
+  command.hidden_paths = hidden;
+  return run(command).exit_code == 0;
+}
+
+template <class Body>
+bool Sandbox::as_sandbox_user(Body body) const {
+  return in_child([&] {
+    if (user_.enabled &&
+        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
+         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
+      return false;
+    }
+    return body();
+  });
+}
+
+void Sandbox::remove_as_sandbox(const std::string& dir) const {
+  as_sandbox_user([&] {
+    remove_contents(dir);
+    return true;
+  });
+  const std::lock_guard<std::mutex> lock(mutex_);
+  condemned_.erase(dir);
+}
+
+bool Sandbox::is_sandboxed(pid_t pid) const {
+  if (user_.dedicated && owner_of(pid) == user_.uid) return true;
+  const pid_t session = state_of(pid).session;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return sessions_.count(session) > 0;
+}
+
+void Sandbox::monitor() {
+  const std::size_t memory_limit = static_cast<std::size_t>(limits_.total_memory_mb) << 20;
+  const std::size_t disk_limit = static_cast<std::size_t>(limits_.disk_mb) << 20;
+  for (int tick = 0; !stopping_; ++tick) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Memory: over the limit, the session of the largest process ends (one launch or
+    // compiler, not every command running).
+    std::size_t total = 0, largest = 0;
+    pid_t hog = 0;
+    for (pid_t pid : processes_where([&](pid_t pid) { return is_sandboxed(pid); })) {
+      const std::size_t bytes = resident_bytes(pid);
+      total += bytes;
+      if (bytes > largest) largest = bytes, hog = pid;
+    }
+    if (total > memory_limit && hog != 0) {
+      const pid_t session = state_of(hog).session;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (sessions_.count(session)) {
+        over_memory_.insert(session);
+        kill(-session, SIGKILL);
+      }
+      kill(hog, SIGKILL);
+    }
+    if (tick % 3 != 0) continue;
+    // Disk, every 0.6 s: the watched directories and the sandbox user's temporary files.
+    std::vector<std::string> dirs;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      dirs = watched_dirs_;
+    }
+    std::size_t used = 0;
+    for (const std::string& dir : dirs) used += disk_bytes(dir);
+    for (const std::string& dir : condemned()) used -= std::min(used, disk_bytes(dir));
+    if (user_.dedicated) {
+      for (const char* dir : {"/tmp", "/var/tmp", "/dev/shm"})
+        used += disk_bytes_of(dir, user_.uid);
+    }
+    if (used > disk_limit) end_largest_writer();
+  }
+}
+
+void Sandbox::end_largest_writer() {
+  // The command whose directory takes the most space ends; when none wrote in its own (the
+  // space went to temporary files), every running command does.
+  const std::lock_guard<std::mutex> lock(mutex_);
+  pid_t writer = 0;
+  std::size_t largest = 0;
+  for (const auto& [session, dir] : sessions_) {
+    const std::size_t bytes = dir.empty() ? 0 : disk_bytes(dir);
+    if (bytes > largest) largest = bytes, writer = session;
+  }
+  for (const auto& [session, dir] : sessions_) {
+    if (writer != 0 && session != writer) continue;
+    over_disk_.insert(session);
+    if (!dir.empty()) condemned_.insert(dir);
+    kill(-session, SIGKILL);
+  }
+}
+
+std::set<std::string> Sandbox::condemned() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return condemned_;
 }
 
 void Sandbox::sweep() const {
@@ -204,18 +428,23 @@ void Sandbox::sweep() const {
   if (!user_.enabled || !user_.dedicated) return;
   const uid_t uid = user_.uid;
   // kill(-1) from a process of that uid reaches exactly that uid's processes.
-  kill_all([&](pid_t pid) { return owner_of(pid) == uid; },
-           [&](const std::vector<pid_t>&) {
-             in_child([&] { return setresuid(uid, uid, uid) == 0 && kill(-1, SIGKILL) == 0; });
-           });
-  for (const char* dir : {"/tmp", "/var/tmp", "/dev/shm"}) {
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(dir, error)) {
-      struct stat info {};
-      if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == uid)
-        fs::remove_all(entry.path(), error);
+  kill_all(
+      [&](pid_t pid) { return owner_of(pid) == uid; },
+      [&](const std::vector<pid_t>&) { as_sandbox_user([] { return kill(-1, SIGKILL) == 0; }); });
+  // Its files where anyone may write, removed by a process of that user: links it planted
+  // lead nowhere it could not go itself.
+  const std::vector<std::string> dirs = world_writable_dirs();
+  as_sandbox_user([&] {
+    for (const std::string& dir : dirs) {
+      std::error_code error;
+      for (const auto& entry : fs::directory_iterator(dir, error)) {
+        struct stat info {};
+        if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == uid)
+          remove_tree(entry.path());
+      }
     }
-  }
+    return true;
+  });
 }
 
 std::vector<std::string> Sandbox::environment(const Command& command) const {
@@ -290,6 +519,10 @@ Outcome Sandbox::run(const Command& command) const {
   if (pid < 0) throw std::runtime_error("cannot fork");
   if (pid == 0) become_command(command, argv.data(), envp.data(), pipe_fds[1]);
   close(pipe_fds[1]);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    sessions_[pid] = command.cwd;  // its session id: the child calls setsid() first
+  }
 
   // Read its output until it exits (and a moment more), its work is done, or time is up.
   Outcome outcome;
@@ -298,15 +531,32 @@ Outcome Sandbox::run(const Command& command) const {
   const auto deadline =
       start + std::chrono::milliseconds(static_cast<long>(command.timeout_seconds * 1000));
   auto stop_at = deadline;
-  auto next_done_check = start;
+  auto next_check = start, next_stop_check = start;
   bool exited = false, open_pipe = true, done = false;
-  int status = 0;
+  int status = 0, stopped_checks = 0;
   while (std::chrono::steady_clock::now() < stop_at) {
     const auto now = std::chrono::steady_clock::now();
-    if (command.done && !done && now >= next_done_check) {
-      next_done_check = now + std::chrono::milliseconds(100);
-      done = command.done();
-      if (done) stop_at = std::min(deadline, now + std::chrono::milliseconds(50));
+    if (now >= next_check) {
+      next_check = now + std::chrono::milliseconds(100);
+      if (command.done && !done) {
+        done = command.done();
+        if (done) stop_at = std::min(deadline, now + std::chrono::milliseconds(50));
+      }
+    }
+    if (now >= next_stop_check) {
+      next_stop_check = now + std::chrono::milliseconds(250);
+      // A process stopped by a signal (SIGSTOP, SIGTSTP) for two checks in a row would hold
+      // the command until its time limit: it counts as hung now.
+      const bool stopped =
+          !processes_where([&](pid_t p) {
+             const ProcessState state = state_of(p);
+             return state.session == pid && (state.state == 'T' || state.state == 't');
+           }).empty();
+      stopped_checks = stopped ? stopped_checks + 1 : 0;
+      if (stopped_checks >= 2 && !exited) {
+        outcome.stopped_by_signal = true;
+        break;
+      }
     }
     if (open_pipe) {
       pollfd fd{pipe_fds[0], POLLIN, 0};
@@ -334,9 +584,15 @@ Outcome Sandbox::run(const Command& command) const {
   if (!exited) {
     waitpid(pid, &status, 0);
     outcome.timed_out = !done;
-    outcome.stopped_when_done = done;
+    outcome.stopped_when_done = done && !outcome.stopped_by_signal;
   }
   close(pipe_fds[0]);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.erase(pid);
+    if (over_memory_.erase(pid)) outcome.over_limit = "memory";
+    if (over_disk_.erase(pid)) outcome.over_limit = "disk";
+  }
 
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);

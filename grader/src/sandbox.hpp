@@ -5,13 +5,22 @@
 // dtk-sandbox (created on first use; "nobody" if that fails), in its own session, with resource
 // limits, no way to regain privileges, and, where the kernel allows, a private mount namespace
 // that hides the kit's source and build trees and gives it an empty /dev/shm. When dtk-grade is
-// not root, commands run as the caller, in their own session, with the same limits.
+// not root (--no-sandbox), commands run as the caller, in their own session, with the same limits.
+//
+// Root never acts on a path the sandbox user could have created or replaced: the directories
+// it may write are made up front by the grader, in directories of the grader's own, and what
+// the sandbox user left behind is removed by a process running as that user.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dtk::grade {
@@ -30,6 +39,8 @@ struct Limits {
   int file_size_mb = 64;
   int processes = 256;
   std::size_t output_bytes = 64 * 1024;  // kept of stdout + stderr (head and tail)
+  int total_memory_mb = 4096;            // resident memory of all sandboxed processes together
+  int disk_mb = 1024;  // what they may write: their directories and temporary files
 };
 
 struct Command {
@@ -51,28 +62,44 @@ struct Outcome {
   int signal = 0;      // when a signal killed it
   bool timed_out = false;
   bool stopped_when_done = false;
-  std::string output;           // stdout and stderr, capped
-  std::size_t output_size = 0;  // bytes it printed in all
+  bool stopped_by_signal = false;  // SIGSTOP or SIGTSTP froze it: counted as hung
+  std::string over_limit;          // "memory" or "disk": the sandbox's total was exceeded
+  std::string output;              // stdout and stderr, capped
+  std::size_t output_size = 0;     // bytes it printed in all
   double seconds = 0;
 
-  bool ok() const { return !timed_out && exit_code == 0; }
+  bool ok() const { return !timed_out && over_limit.empty() && exit_code == 0; }
   std::string describe() const;  // "exit status 1", "killed by signal 11 (Segmentation fault)"
 };
 
 class Sandbox {
  public:
-  // Finds or creates the sandbox user when root; `home` must exist (made writable for it here).
-  // Gradings on one machine share that user, and the sweep kills all its processes: so while a
-  // Sandbox exists, other dtk-grade processes wait for it (a lock in /run).
-  Sandbox(const Limits& limits, const std::string& home);
+  // Finds or creates the sandbox user when root (`use_sandbox_user`) and makes `home`, which
+  // must not exist yet, in a directory of the grader's. Gradings on one machine share that
+  // user, and the sweep kills all its processes: so while a Sandbox exists, other dtk-grade
+  // processes wait for it (a lock in /run).
+  Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user);
   ~Sandbox();  // kills what is left of the sandbox user's processes
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
 
   const SandboxUser& user() const { return user_; }
   bool hides_paths() const { return mount_namespaces_; }
-  // Gives a file or directory to the sandbox user (when there is one).
-  void hand_over(const std::string& path) const;
+  // Makes a new directory (0700) that the sandbox user owns and may write. Its parent must be
+  // the grader's own, so that nothing there can be a link planted by the submission; throws
+  // std::runtime_error if the path exists.
+  void make_directory(const std::string& path) const;
+  // Counts the disk space used under `dir` (the sandbox's writable directories) against the
+  // disk limit.
+  void watch_disk(const std::string& dir);
+  // Can a sandboxed command (with `hidden` hidden) read `path`?
+  bool can_read(const std::string& path, const std::vector<std::string>& hidden) const;
 
   Outcome run(const Command& command) const;
+
+  // Removes, as the sandbox user, everything it may delete under `dir` (its own directories in
+  // the scratch): whatever links the submission planted there, it cannot hurt anything else.
+  void remove_as_sandbox(const std::string& dir) const;
 
   // Ends what the commands left running: every process that has become dtk-grade's child, and
   // (dedicated user only) every process of the sandbox user, whose files in the world-writable
@@ -84,11 +111,34 @@ class Sandbox {
   // In the forked child: sets up isolation and limits, then executes the command.
   [[noreturn]] void become_command(const Command& command, char* const argv[], char* const envp[],
                                    int output_fd) const;
+  // Runs `body` in a child process that has become the sandbox user; whether it returned true.
+  template <class Body>
+  bool as_sandbox_user(Body body) const;
+  // The monitor: five times a second, the sandbox's total memory and disk use against the limits.
+  void monitor();
+  bool is_sandboxed(pid_t pid) const;
+  void end_largest_writer();  // over the disk limit
+  std::set<std::string> condemned() const;
 
   Limits limits_;
   SandboxUser user_;
   bool mount_namespaces_ = false;
   int lock_fd_ = -1;
+
+  mutable std::mutex mutex_;  // guards the members below
+  // The sessions of the commands running now, with the directory each writes (its cwd).
+  mutable std::map<pid_t, std::string> sessions_;
+  mutable std::set<pid_t> over_memory_;      // sessions ended for the memory limit
+  mutable std::set<pid_t> over_disk_;        // sessions ended for the disk limit
+  mutable std::set<std::string> condemned_;  // their directories, until removed: not counted
+  std::vector<std::string> watched_dirs_;
+  std::atomic<bool> stopping_{false};
+  std::thread monitor_;
 };
+
+// Installs a copy of `from` (a file or a directory tree of the kit) at `to`, readable by every
+// user whatever the kit's own modes: directories 0755, files 0644 (0755 if executable). The
+// kit may be locked down (chmod -R go-rwx); its copies in the scratch are what the sandbox reads.
+void install_readable(const std::string& from, const std::string& to);
 
 }  // namespace dtk::grade

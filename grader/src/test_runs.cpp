@@ -1,9 +1,12 @@
 #include "test_runs.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <stdexcept>
 
 #include "files.hpp"
 
@@ -43,6 +46,13 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
 std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Outcome& outcome,
                                const Launcher& launcher) {
   for (std::size_t r = 0; r < outputs.size(); ++r) {
+    if (outputs[r].tampered) {
+      return "rank " + std::to_string(r) +
+             "'s record of this test was written to by the code under test (a second "
+             "\"begin\" line): the test counts as failed";
+    }
+  }
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
     const std::string rank = "rank " + std::to_string(r);
     if (outputs[r].crash_signal != 0) {
       return rank + " crashed during this test: signal " + std::to_string(outputs[r].crash_signal) +
@@ -62,6 +72,18 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
              "or call them in a different order) or an endless loop";
     }
   }
+  if (outcome.over_limit == "memory") {
+    return "ended: the test program's processes together used more memory than the grader "
+           "allows (the manifest's total_memory_mb)";
+  }
+  if (outcome.over_limit == "disk") {
+    return "ended: the test program wrote more to disk than the grader allows (the manifest's "
+           "disk_mb)";
+  }
+  if (outcome.stopped_by_signal) {
+    return "a process of the test program was stopped by a signal (SIGSTOP or SIGTSTP) and "
+           "would never have gone on: counted as hung";
+  }
   if (outcome.timed_out) {
     return "did not finish: its group of tests ran out of its " +
            std::to_string(launcher.group_seconds) +
@@ -70,6 +92,21 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
   std::string text = "the test program stopped during this test (" + outcome.describe() +
                      "): a crash, an abort or an exit. The end of its output:\n";
   return text + last_lines(outcome.output, kLogLines);
+}
+
+// A fresh random key for the launch's record hashes, in <dir>/key for the runner (which reads
+// and deletes it before any test). The directory is new; O_EXCL and O_NOFOLLOW refuse anything
+// another process of the sandbox user could have put there meanwhile.
+std::string write_launch_key(const std::string& dir) {
+  std::random_device random;
+  char key[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(key + 8 * i, 9, "%08x", random());
+  const std::string path = dir + "/key";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const bool written = fd >= 0 && write(fd, key, 32) == 32;
+  if (fd >= 0) close(fd);
+  if (!written) throw std::runtime_error("cannot write " + path);
+  return key;
 }
 
 }  // namespace
@@ -81,8 +118,12 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
   for (int launch = 0; !remaining.empty(); ++launch) {
     const std::string out_dir =
         launcher.runs_dir + "/r" + std::to_string(ranks) + "-launch" + std::to_string(launch);
-    fs::create_directories(out_dir);
-    if (launcher.sandboxed) launcher.sandbox->hand_over(out_dir);
+    if (launcher.sandboxed) {
+      launcher.sandbox->make_directory(out_dir);  // runs_dir is the grader's: a fresh directory
+    } else {
+      fs::create_directories(out_dir);
+    }
+    const std::string key = write_launch_key(out_dir);
     Command command;
     command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
     command.cwd = out_dir;
@@ -97,7 +138,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     // Done when every rank has written the end of the last test, or one rank has died (its
     // last words: "exited", "crashed" or the watchdog's "timeout"); mpirun takes seconds to
     // notice a death by itself.
-    const std::string last_end = "end " + remaining.back().id() + "\n";
+    const std::string last_end = "\nend " + remaining.back().id() + " ";
     command.done = [&, ranks] {
       bool all_ended = true;
       for (int r = 0; r < ranks; ++r) {
@@ -105,7 +146,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
         for (const char* death : {"\nexited\n", "\ncrashed ", "\ntimeout "}) {
           if (file_tail_has(path, death)) return true;
         }
-        all_ended &= file_ends_with(path, last_end);
+        all_ended &= file_tail_has(path, last_end);
       }
       return all_ended;
     };
@@ -116,9 +157,11 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
       std::string text, problem;
       if (read_regular_file(out_dir + "/rank" + std::to_string(r) + ".out", kMaxRankFile, text,
                             problem)) {
-        per_rank[r] = parse_rank_output(text);
+        per_rank[r] = parse_rank_output(text, key);
       }
     }
+    // What filled the disk goes at once, or every later launch would be over the limit too.
+    if (outcome.over_limit == "disk") launcher.sandbox->remove_as_sandbox(out_dir);
     std::size_t done = 0;
     for (; done < remaining.size(); ++done) {
       const TestCase& test = remaining[done];
@@ -129,7 +172,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
         const auto found = per_rank[r].find(test.id());
         began |= found != per_rank[r].end();
         run.ranks.push_back(found == per_rank[r].end() ? TestOutput{} : found->second);
-        run.finished &= run.ranks.back().complete;
+        run.finished &= run.ranks.back().complete && !run.ranks.back().tampered;
       }
       if (run.finished) continue;
       run.problem = unfinished_problem(run.ranks, outcome, launcher);

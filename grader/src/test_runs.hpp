@@ -29,7 +29,7 @@ struct Launcher {
   const Sandbox* sandbox = nullptr;
   bool sandboxed = true;
   std::string runner;       // dtk-grade-runner, its libdtk_student.so beside it
-  std::string runs_dir;     // one subdirectory per launch is made here
+  std::string runs_dir;     // the grader's: one subdirectory per launch is made here
   std::string configs_dir;  // named model configs
   std::uint64_t seed = 0;
   // Limits and rules, all from the manifest (the reference's limits are the grader's own).

@@ -6,15 +6,21 @@
 #         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
-#         -P grade_submission.cmake
+#         [-DGUARD=ON] [-DLIMITS="total_memory_mb=1024;..."] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
 # model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
 # PATCH: a unified diff against solutions/, paths relative to the student tree (a/FILE, b/FILE);
 # it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
-# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
+# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
+# @DTK_SELFTEST_VICTIM@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
+# LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
+# GUARD: a hostile submission; the grading must leave the victim (a directory outside the
+# scratch, owned by the caller) and the kit's precompiled header unchanged, and no file of the
+# sandbox user where anyone may write (a world-writable directory is made in /var/tmp for the
+# submission to try).
 # Expectations, per part: N=full (all points), N=zero (none), N=lost (some lost); per function
 # (the rubric items named "Part N | <function>: ..."): <function>=half (at least half of its
 # points lost), <function>=minor (some lost, less than half).
@@ -27,6 +33,9 @@ list(REMOVE_ITEM files_but_func_impl model/func_impl.cpp)
 set(tree ${WORK}/tree)
 set(results ${WORK}/results.json)
 set(DTK_SELFTEST_RESULTS ${results})
+set(DTK_SELFTEST_VICTIM ${WORK}/victim)
+get_filename_component(build_dir ${DTK_GRADE} DIRECTORY)
+set(kit_pch ${build_dir}/grader/data/pch/dtk_grade_pch.hpp.gch)
 get_filename_component(DTK_SOLUTIONS_DIR ${BASE}/../solutions ABSOLUTE)
 
 function(fail message)
@@ -61,16 +70,6 @@ if(PATCH)
   endforeach()
 endif()
 
-if(ALLOW_MPI)
-  file(READ ${MANIFEST} manifest)
-  foreach(call IN LISTS ALLOW_MPI)
-    string(JSON count LENGTH "${manifest}" allowed_mpi)
-    string(JSON manifest SET "${manifest}" allowed_mpi ${count} "\"${call}\"")
-  endforeach()
-  file(WRITE ${WORK}/manifest.json "${manifest}")
-  list(APPEND ARGS --manifest ${WORK}/manifest.json)
-endif()
-
 set(submission ${tree})
 set(tar ${WORK}/handin.tar)
 if(PACK STREQUAL "tar")
@@ -94,6 +93,38 @@ elseif(PACK STREQUAL "not-a-tar")
 endif()
 if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})
+endif()
+
+set(shared /var/tmp/dtk-selftest-${NAME})
+# A copy of the build's manifest with other rules or limits.
+if(ALLOW_MPI OR LIMITS)
+  file(READ ${MANIFEST} manifest)
+  foreach(call IN LISTS ALLOW_MPI)
+    string(JSON count LENGTH "${manifest}" allowed_mpi)
+    string(JSON manifest SET "${manifest}" allowed_mpi ${count} "\"${call}\"")
+  endforeach()
+  foreach(limit IN LISTS LIMITS)
+    string(REPLACE "=" ";" limit ${limit})
+    list(GET limit 0 key)
+    list(GET limit 1 value)
+    string(JSON manifest SET "${manifest}" limits ${key} ${value})
+  endforeach()
+  file(WRITE ${WORK}/manifest.json "${manifest}")
+  list(APPEND ARGS --manifest ${WORK}/manifest.json)
+endif()
+
+if(GUARD)
+  file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner\n")
+  file(REMOVE_RECURSE ${shared})
+  file(MAKE_DIRECTORY ${shared})
+  run(chmod 1777 ${shared})
+  file(SHA256 ${kit_pch} pch_before)
+endif()
+
+# Not root, there is no sandbox: grade as the caller (the checks below still hold).
+execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT uid EQUAL 0)
+  list(APPEND ARGS --no-sandbox)
 endif()
 
 # Grading.
@@ -209,6 +240,26 @@ foreach(pattern IN LISTS EXPECT_OUTPUT)
     fail("the feedback does not match \"${pattern}\"")
   endif()
 endforeach()
+
+if(GUARD)
+  execute_process(COMMAND find ${DTK_SELFTEST_VICTIM} ! -user ${uid} OUTPUT_VARIABLE changed)
+  if(changed)
+    fail("the grading changed the owner of files outside its scratch:\n${changed}")
+  endif()
+  # Other gradings take turns with the lock; their scratch directories are theirs.
+  execute_process(COMMAND flock /run/dtk-grade.lock
+                          find /tmp /var/tmp /dev/shm /run/lock -maxdepth 2 -path "/tmp/dtk-grade.*"
+                          -prune -o -user dtk-sandbox -print
+                  OUTPUT_VARIABLE leftovers)
+  file(REMOVE_RECURSE ${shared})
+  if(leftovers)
+    fail("files of the sandbox user were left behind:\n${leftovers}")
+  endif()
+  file(SHA256 ${kit_pch} pch_after)
+  if(NOT pch_after STREQUAL pch_before)
+    fail("the grading changed the kit's precompiled header ${kit_pch}")
+  endif()
+endif()
 
 # Nothing of the submission may outlive the grading. Other gradings (ctest -j) use the same
 # sandbox user: look while holding their lock, when none of them is running.
