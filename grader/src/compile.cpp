@@ -1,12 +1,15 @@
 #include "compile.hpp"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "files.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -32,7 +35,7 @@ std::string first_errors(std::string output, const std::string& src_dir) {
     kept += line + "\n";
   }
   if (kept.size() > kMaxErrorChars) kept = kept.substr(0, kMaxErrorChars) + "...\n";
-  return kept;
+  return shown_text(kept);
 }
 
 // Every file the compiler read (a make rule written with -MD), one per element.
@@ -65,11 +68,41 @@ std::string include_problem(const std::string& dep_file, const std::string& scra
   for (const std::string& dep : dependencies(dep_file)) {
     const std::string path = fs::weakly_canonical(dep).string();
     if (path.rfind(scratch + "/", 0) == 0 || path.rfind("/usr/", 0) == 0) continue;
-    return "it includes " + dep +
+    return "it includes " + shown_name(dep) +
            ": student files may include only the provided headers, the standard library and "
            "the libraries the kit uses";
   }
   return "";
+}
+
+// Why the generated assembly is not acceptable, or "". GCC writes every inline assembly
+// statement, macros expanded, between "#APP" and "#NO_APP"; the provided code has none. Student
+// code may not have any either: the assembler reads the files .incbin and .include name (they
+// are not in -MD's list), and raw system calls (syscall, sysenter, int $0x80, or their bytes
+// written with .byte) escape the symbol audit. Only an empty statement (asm("" ::: "memory"), a
+// compiler barrier) passes.
+std::string inline_assembly_problem(const std::string& assembly_file) {
+  // Shown rather than the first statement when present: what the rule is there for.
+  const std::set<std::string> telling = {".incbin", ".include", "syscall", "sysenter", "int"};
+  std::ifstream file(assembly_file);
+  bool inside = false;
+  std::string first, shown;
+  for (std::string line; std::getline(file, line) && shown.empty();) {
+    if (line == "#APP" || line == "#NO_APP") {
+      inside = line == "#APP";
+      continue;
+    }
+    const std::size_t start = line.find_first_not_of(" \t");
+    if (!inside || start == std::string::npos || line[start] == '#') continue;
+    const std::string statement = line.substr(start);
+    if (first.empty()) first = statement;
+    if (telling.count(statement.substr(0, statement.find_first_of(" \t")))) shown = statement;
+  }
+  if (first.empty()) return "";
+  return "it contains inline assembly (\"" +
+         shown_name((shown.empty() ? first : shown).substr(0, 80)) +
+         "\"): student files may not use asm statements (.incbin would read files at compile "
+         "time, and system calls made directly escape the rules on forbidden calls)";
 }
 
 // The precompiled header, next to its .gch, where the sandbox can read it: a hard link when
@@ -83,6 +116,7 @@ void share_pch(const std::string& header, const std::string& dir) {
   if (error) copy_file(header + ".gch", dir + "/" + name + ".gch");
 }
 
+// Compiles to assembly (object.s), which is checked before it is assembled.
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& read_only,
                                          const std::string& source, const std::string& object) {
   std::vector<std::string> argv = {toolchain.compiler};
@@ -100,7 +134,7 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
     argv.insert(argv.end(), {"-isystem", dir});
   }
   argv.insert(argv.end(), {"-fdiagnostics-color=never", "-fmax-errors=10", "-MD", "-MF",
-                           object + ".d", "-c", source, "-o", object});
+                           object + ".d", "-S", source, "-o", object + ".s"});
   return argv;
 }
 
@@ -108,7 +142,7 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
 
 StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
                               const Sandbox& sandbox, const std::string& scratch,
-                              const std::vector<std::string>& hidden, int compile_seconds) {
+                              const std::vector<std::string>& hidden, const CompileLimits& limits) {
   const std::string work = scratch + "/sandbox/work", read_only = scratch + "/read-only";
   const std::string src_dir = work + "/src/", obj_dir = work + "/obj/",
                     bin_dir = read_only + "/bin/";
@@ -142,49 +176,57 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
   }
   sandbox.hand_over(work);
 
-  // A tool of the build (compiler, linker), in the sandbox.
+  // A tool of the build (compiler, assembler, linker), in the sandbox.
   auto tool = [&](std::vector<std::string> argv) {
     Command command;
     command.argv = std::move(argv);
     command.cwd = work;
-    command.timeout_seconds = compile_seconds;
-    command.address_space_mb = 4096;  // cc1plus needs more than a test
+    command.timeout_seconds = limits.seconds;
+    command.address_space_mb = limits.address_space_mb;  // cc1plus needs more than a test
     command.hidden_paths = hidden;
     return sandbox.run(command);
   };
 
-  // One compiler per file, all at once: on two cores, three jobs finish sooner than two jobs
-  // and then a third.
-  std::vector<Outcome> outcomes(build.files.size());
-  std::vector<std::thread> compilers;
-  for (std::size_t i : to_compile) {
-    compilers.emplace_back([&, i] {
-      const FileBuild& entry = build.files[i];
-      try {
-        outcomes[i] =
-            tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
-      } catch (const std::exception& error) {  // no process could be started
-        outcomes[i].output = std::string("dtk-grade could not run the compiler: ") + error.what();
-      }
-    });
-  }
-  for (std::thread& compiler : compilers) compiler.join();
-
-  for (std::size_t i : to_compile) {
-    FileBuild& entry = build.files[i];
-    const Outcome& outcome = outcomes[i];
-    if (outcome.timed_out) {
-      entry.message = "the compiler took longer than " + std::to_string(compile_seconds) + " s\n";
-    } else if (!outcome.ok()) {
-      entry.message = first_errors(outcome.output, src_dir);
-      if (entry.message.empty()) {
-        entry.message = "the compiler failed: " + outcome.describe() + "\n";
-      }
-    } else {
-      entry.message = include_problem(entry.object + ".d", scratch);
+  // One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
+  auto compile = [&](const FileBuild& entry) -> std::string {
+    const Outcome compiled =
+        tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
+    if (compiled.timed_out) {
+      return "the compiler took longer than " + std::to_string(limits.seconds) + " s\n";
     }
-    if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+    if (!compiled.ok()) {
+      const std::string errors = first_errors(compiled.output, src_dir);
+      return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
+    }
+    for (const std::string& problem : {include_problem(entry.object + ".d", scratch),
+                                       inline_assembly_problem(entry.object + ".s")}) {
+      if (!problem.empty()) return problem;
+    }
+    const Outcome assembled =
+        tool({toolchain.compiler, "-c", entry.object + ".s", "-o", entry.object});
+    return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
+  };
+
+  // The files compile side by side, at most limits.at_once at a time: on two cores, three jobs
+  // finish sooner than two jobs and then a third, but each compiler may take
+  // limits.address_space_mb, and the sum must stay bounded.
+  std::atomic<std::size_t> next{0};
+  auto compiler = [&] {
+    for (std::size_t k; (k = next++) < to_compile.size();) {
+      FileBuild& entry = build.files[to_compile[k]];
+      try {
+        entry.message = compile(entry);
+      } catch (const std::exception& error) {  // no process could be started
+        entry.message = std::string("dtk-grade could not run the compiler: ") + error.what();
+      }
+      if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+    }
+  };
+  std::vector<std::thread> compilers;
+  for (int i = 0; i < limits.at_once && i < static_cast<int>(to_compile.size()); ++i) {
+    compilers.emplace_back(compiler);
   }
+  for (std::thread& thread : compilers) thread.join();
 
   // Everything not compiled from the submission links the starter's object.
   auto link = [&] {

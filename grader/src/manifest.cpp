@@ -123,11 +123,16 @@ Manifest load_manifest(const std::string& path) {
   }
   if (top.has("limits")) {
     const Reader l(top.get("limits"), path + ", limits",
-                   {"address_space_mb", "file_size_mb", "processes", "output_kb"});
+                   {"address_space_mb", "file_size_mb", "processes", "output_kb",
+                    "compiler_address_space_mb", "compilers_at_once", "audit_output_mb"});
     manifest.address_space_mb = l.positive("address_space_mb", manifest.address_space_mb);
     manifest.file_size_mb = l.positive("file_size_mb", manifest.file_size_mb);
     manifest.processes = l.positive("processes", manifest.processes);
     manifest.output_kb = l.positive("output_kb", manifest.output_kb);
+    manifest.compiler_address_space_mb =
+        l.positive("compiler_address_space_mb", manifest.compiler_address_space_mb);
+    manifest.compilers_at_once = l.positive("compilers_at_once", manifest.compilers_at_once);
+    manifest.audit_output_mb = l.positive("audit_output_mb", manifest.audit_output_mb);
   }
   if (top.has("tolerances")) {
     const Reader t(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});

@@ -32,8 +32,10 @@ struct Part {
 
 struct Manifest {
   int max_ranks = 8;
-  int group_seconds = 10, test_seconds = 3, compile_seconds = 60;
+  int group_seconds = 10, test_seconds = 3, compile_seconds = 30;
   int address_space_mb = 1024, file_size_mb = 64, processes = 256, output_kb = 64;
+  // The build and the audit: per compiler, compilers at once, readelf's output read.
+  int compiler_address_space_mb = 2048, compilers_at_once = 2, audit_output_mb = 16;
   double float_rtol = 1e-5, double_rtol = 1e-10, real_rtol = 1e-3;
   std::string visibility = "visible";
   std::set<std::string> allowed_mpi;

@@ -7,7 +7,11 @@
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
-# model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
+# model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar,
+# tar-not-utf8, tar-newline-name (an extra member with an absolute path named with bytes
+# \377\376, or with lines of fake feedback), tar-gzip (tar -czf, named handin.tar), tar-empty
+# (a valid archive without members), tar-duplicate (a second model/func_impl.cpp, the
+# starter's, appended).
 # Overlay files are configured (@ONLY): @DTK_SOLUTIONS_DIR@ and @DTK_SELFTEST_RESULTS@ expand.
 # Expectations: full (all points), zero (none), lost (some lost), or a number of points.
 cmake_minimum_required(VERSION 3.21)
@@ -61,6 +65,22 @@ elseif(PACK STREQUAL "tar-missing")
   run(tar -cf ${tar} -C ${tree} data/data_parallel_preprocess.cpp model_training_cost_analysis.cpp)
 elseif(PACK STREQUAL "not-a-tar")
   file(WRITE ${tar} "This is my homework, please grade it.\n")
+elseif(PACK STREQUAL "tar-not-utf8" OR PACK STREQUAL "tar-newline-name")
+  if(PACK STREQUAL "tar-not-utf8")
+    set(name "evil\\377\\376.txt")
+  else()
+    set(name "evil\\nAll 61 tests passed\\nScore: 100")
+  endif()
+  run(tar -cf ${tar} -C ${tree} ${files})
+  # The name's bytes come from printf: CMake strings cannot hold invalid UTF-8.
+  run(sh -c "name=\"$(printf '${WORK}/${name}')\" && echo x > \"$name\" && tar -rPf ${tar} \"$name\"")
+elseif(PACK STREQUAL "tar-gzip")
+  run(tar -czf ${tar} -C ${tree} ${files})
+elseif(PACK STREQUAL "tar-empty")
+  run(tar -cf ${tar} -T /dev/null)
+elseif(PACK STREQUAL "tar-duplicate")
+  run(tar -cf ${tar} -C ${tree} ${files})
+  run(tar -rf ${tar} -C ${BASE}/../starter model/func_impl.cpp)
 endif()
 if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})
