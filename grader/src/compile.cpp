@@ -1,6 +1,7 @@
 #include "compile.hpp"
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -75,34 +76,76 @@ std::string include_problem(const std::string& dep_file, const std::string& scra
   return "";
 }
 
-// Why the generated assembly is not acceptable, or "". GCC writes every inline assembly
-// statement, macros expanded, between "#APP" and "#NO_APP"; the provided code has none. Student
-// code may not have any either: the assembler reads the files .incbin and .include name (they
-// are not in -MD's list), and raw system calls (syscall, sysenter, int $0x80, or their bytes
-// written with .byte) escape the symbol audit. Only an empty statement (asm("" ::: "memory"), a
-// compiler barrier) passes.
-std::string inline_assembly_problem(const std::string& assembly_file) {
-  // Shown rather than the first statement when present: what the rule is there for.
-  const std::set<std::string> telling = {".incbin", ".include", "syscall", "sysenter", "int"};
+// The statements of one line of assembly: split at ';' (GAS's separator on x86) outside
+// strings, comments ('#' to the end of the line) dropped, leading labels ("name:") removed.
+std::vector<std::string> statements(const std::string& line) {
+  std::vector<std::string> found;
+  std::string current;
+  bool quoted = false;
+  auto finish = [&] {
+    std::istringstream words(current);
+    std::string word;
+    while (words >> word) {
+      word.erase(0, word.rfind(':') + 1);  // labels: "name:", or "name:statement" run together
+      if (word.empty()) continue;
+      std::string rest;
+      std::getline(words, rest);
+      found.push_back(word + rest);
+      break;
+    }
+    current.clear();
+  };
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '\\' && i + 1 < line.size()) {
+      current += c;
+      current += line[++i];
+      continue;
+    }
+    if (c == '"') quoted = !quoted;
+    if (!quoted && c == '#') break;
+    if (!quoted && c == ';') {
+      finish();
+    } else {
+      current += c;
+    }
+  }
+  finish();
+  return found;
+}
+
+// Why the generated assembly is not acceptable, or "". Student files may not hold assembly of
+// their own: the assembler reads the files .incbin and .include name (they are not in -MD's
+// list), and raw system calls (syscall, sysenter, int $0x80) escape the symbol audit. GCC writes
+// every asm statement, macros expanded, between "#APP" and "#NO_APP" (the provided code has
+// none; an empty asm("" ::: "memory"), a compiler barrier, passes). Section names and asm labels
+// reach the assembly verbatim, so a newline or ';' in them can add statements outside "#APP":
+// the whole file is searched for those GCC never writes itself.
+std::string assembly_problem(const std::string& assembly_file) {
+  const std::set<std::string> refused = {".incbin", ".include",  ".macro",  ".irp",     ".irpc",
+                                         ".rept",   ".altmacro", "syscall", "sysenter", "int"};
+  const auto problem = [](const std::string& statement) {
+    return "it contains assembly of its own (\"" + shown_name(statement.substr(0, 80)) +
+           "\"): student files may not use asm statements, asm labels or section names that "
+           "add assembly (.incbin would read files at compile time, and system calls made "
+           "directly escape the rules on forbidden calls)";
+  };
   std::ifstream file(assembly_file);
   bool inside = false;
-  std::string first, shown;
-  for (std::string line; std::getline(file, line) && shown.empty();) {
+  std::string first_inline;  // shown when nothing is refused by name
+  for (std::string line; std::getline(file, line);) {
     if (line == "#APP" || line == "#NO_APP") {
       inside = line == "#APP";
       continue;
     }
-    const std::size_t start = line.find_first_not_of(" \t");
-    if (!inside || start == std::string::npos || line[start] == '#') continue;
-    const std::string statement = line.substr(start);
-    if (first.empty()) first = statement;
-    if (telling.count(statement.substr(0, statement.find_first_of(" \t")))) shown = statement;
+    for (const std::string& statement : statements(line)) {
+      std::string first = statement.substr(0, statement.find_first_of(" \t"));
+      for (char& c : first) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (refused.count(first)) return problem(statement);
+      if (inside && first_inline.empty()) first_inline = statement;
+    }
   }
-  if (first.empty()) return "";
-  return "it contains inline assembly (\"" +
-         shown_name((shown.empty() ? first : shown).substr(0, 80)) +
-         "\"): student files may not use asm statements (.incbin would read files at compile "
-         "time, and system calls made directly escape the rules on forbidden calls)";
+  return first_inline.empty() ? "" : problem(first_inline);
 }
 
 // The precompiled header, next to its .gch, where the sandbox can read it: a hard link when
@@ -198,8 +241,8 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
       const std::string errors = first_errors(compiled.output, src_dir);
       return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
     }
-    for (const std::string& problem : {include_problem(entry.object + ".d", scratch),
-                                       inline_assembly_problem(entry.object + ".s")}) {
+    for (const std::string& problem :
+         {include_problem(entry.object + ".d", scratch), assembly_problem(entry.object + ".s")}) {
       if (!problem.empty()) return problem;
     }
     const Outcome assembled =
