@@ -21,6 +21,8 @@ struct Audit {
   std::set<std::string> defined;
   // Graded function name (e.g. "get_info") -> forbidden symbols it reaches.
   std::map<std::string, std::set<std::string>> forbidden;
+  // Why the object could not be audited (its tests are not run), or "".
+  std::string problem;
 };
 
 struct AuditRules {

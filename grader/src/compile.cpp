@@ -2,13 +2,17 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "files.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -35,7 +39,7 @@ std::string first_errors(std::string output, const std::string& src_dir) {
     kept += line + "\n";
   }
   if (kept.size() > kMaxErrorChars) kept = kept.substr(0, kMaxErrorChars) + "...\n";
-  return kept;
+  return shown_text(kept);
 }
 
 // Every file the compiler read (a make rule written with -MD), one per element.
@@ -70,11 +74,83 @@ std::string include_problem(const std::string& dep_file, const std::string& scra
   for (const std::string& dep : dependencies(text)) {
     const std::string path = fs::weakly_canonical(dep).string();
     if (path.rfind(scratch + "/", 0) == 0 || path.rfind("/usr/", 0) == 0) continue;
-    return "it includes " + dep +
+    return "it includes " + shown_name(dep) +
            ": student files may include only the provided headers, the standard library and "
            "the libraries the kit uses";
   }
   return "";
+}
+
+// The statements of one line of assembly: split at ';' (GAS's separator on x86) outside
+// strings, comments ('#' to the end of the line) dropped, leading labels ("name:") removed.
+std::vector<std::string> statements(const std::string& line) {
+  std::vector<std::string> found;
+  std::string current;
+  bool quoted = false;
+  auto finish = [&] {
+    std::istringstream words(current);
+    std::string word;
+    while (words >> word) {
+      word.erase(0, word.rfind(':') + 1);  // labels: "name:", or "name:statement" run together
+      if (word.empty()) continue;
+      std::string rest;
+      std::getline(words, rest);
+      found.push_back(word + rest);
+      break;
+    }
+    current.clear();
+  };
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '\\' && i + 1 < line.size()) {
+      current += c;
+      current += line[++i];
+      continue;
+    }
+    if (c == '"') quoted = !quoted;
+    if (!quoted && c == '#') break;
+    if (!quoted && c == ';') {
+      finish();
+    } else {
+      current += c;
+    }
+  }
+  finish();
+  return found;
+}
+
+// Why the generated assembly is not acceptable, or "". Student files may not hold assembly of
+// their own: the assembler reads the files .incbin and .include name (they are not in -MD's
+// list), and raw system calls (syscall, sysenter, int $0x80) escape the symbol audit. GCC writes
+// every asm statement, macros expanded, between "#APP" and "#NO_APP" (the provided code has
+// none; an empty asm("" ::: "memory"), a compiler barrier, passes). Section names and asm labels
+// reach the assembly verbatim, so a newline or ';' in them can add statements outside "#APP":
+// the whole file is searched for those GCC never writes itself.
+std::string assembly_problem(const std::string& assembly_file) {
+  const std::set<std::string> refused = {".incbin", ".include",  ".macro",  ".irp",     ".irpc",
+                                         ".rept",   ".altmacro", "syscall", "sysenter", "int"};
+  const auto problem = [](const std::string& statement) {
+    return "it contains assembly of its own (\"" + shown_name(statement.substr(0, 80)) +
+           "\"): student files may not use asm statements, asm labels or section names that "
+           "add assembly (.incbin would read files at compile time, and system calls made "
+           "directly escape the rules on forbidden calls)";
+  };
+  std::ifstream file(assembly_file);
+  bool inside = false;
+  std::string first_inline;  // shown when nothing is refused by name
+  for (std::string line; std::getline(file, line);) {
+    if (line == "#APP" || line == "#NO_APP") {
+      inside = line == "#APP";
+      continue;
+    }
+    for (const std::string& statement : statements(line)) {
+      std::string first = statement.substr(0, statement.find_first_of(" \t"));
+      for (char& c : first) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (refused.count(first)) return problem(statement);
+      if (inside && first_inline.empty()) first_inline = statement;
+    }
+  }
+  return first_inline.empty() ? "" : problem(first_inline);
 }
 
 // The precompiled header, next to its .gch, copied (never linked: the kit's own file must stay
@@ -92,6 +168,7 @@ std::string flat_name(std::string file) {
   return file;
 }
 
+// Compiles to assembly (object.s), which is checked before it is assembled.
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& read_only,
                                          const std::string& source, const std::string& object) {
   std::vector<std::string> argv = {toolchain.compiler};
@@ -109,7 +186,7 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
     argv.insert(argv.end(), {"-isystem", dir});
   }
   argv.insert(argv.end(), {"-fdiagnostics-color=never", "-fmax-errors=10", "-MD", "-MF",
-                           object + ".d", "-c", source, "-o", object});
+                           object + ".d", "-S", source, "-o", object + ".s"});
   return argv;
 }
 
@@ -117,7 +194,7 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
 
 StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
                               const Sandbox& sandbox, const std::string& scratch,
-                              const std::vector<std::string>& hidden, int compile_seconds) {
+                              const std::vector<std::string>& hidden, const CompileLimits& limits) {
   // The grader writes only into read-only/ (its own); the sandbox writes only into build/.
   const std::string read_only = scratch + "/read-only";
   const std::string src_dir = read_only + "/src/", objects_dir = read_only + "/objects/",
@@ -159,49 +236,57 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
     build.files.push_back(entry);
   }
 
-  // A tool of the build (compiler, linker), in the sandbox.
+  // A tool of the build (compiler, assembler, linker), in the sandbox.
   auto tool = [&](std::vector<std::string> argv) {
     Command command;
     command.argv = std::move(argv);
     command.cwd = build_dir;
-    command.timeout_seconds = compile_seconds;
-    command.address_space_mb = 4096;  // cc1plus needs more than a test
+    command.timeout_seconds = limits.seconds;
+    command.address_space_mb = limits.address_space_mb;  // cc1plus needs more than a test
     command.hidden_paths = hidden;
     return sandbox.run(command);
   };
 
-  // One compiler per file, all at once: on two cores, three jobs finish sooner than two jobs
-  // and then a third.
-  std::vector<Outcome> outcomes(build.files.size());
-  std::vector<std::thread> compilers;
-  for (std::size_t i : to_compile) {
-    compilers.emplace_back([&, i] {
-      const FileBuild& entry = build.files[i];
-      try {
-        outcomes[i] =
-            tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
-      } catch (const std::exception& error) {  // no process could be started
-        outcomes[i].output = std::string("dtk-grade could not run the compiler: ") + error.what();
-      }
-    });
-  }
-  for (std::thread& compiler : compilers) compiler.join();
-
-  for (std::size_t i : to_compile) {
-    FileBuild& entry = build.files[i];
-    const Outcome& outcome = outcomes[i];
-    if (outcome.timed_out) {
-      entry.message = "the compiler took longer than " + std::to_string(compile_seconds) + " s\n";
-    } else if (!outcome.ok()) {
-      entry.message = first_errors(outcome.output, src_dir);
-      if (entry.message.empty()) {
-        entry.message = "the compiler failed: " + outcome.describe() + "\n";
-      }
-    } else {
-      entry.message = include_problem(entry.object + ".d", scratch);
+  // One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
+  auto compile = [&](const FileBuild& entry) -> std::string {
+    const Outcome compiled =
+        tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
+    if (compiled.timed_out) {
+      return "the compiler took longer than " + std::to_string(limits.seconds) + " s\n";
     }
-    if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+    if (!compiled.ok()) {
+      const std::string errors = first_errors(compiled.output, src_dir);
+      return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
+    }
+    for (const std::string& problem :
+         {include_problem(entry.object + ".d", scratch), assembly_problem(entry.object + ".s")}) {
+      if (!problem.empty()) return problem;
+    }
+    const Outcome assembled =
+        tool({toolchain.compiler, "-c", entry.object + ".s", "-o", entry.object});
+    return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
+  };
+
+  // The files compile side by side, at most limits.at_once at a time: on two cores, three jobs
+  // finish sooner than two jobs and then a third, but each compiler may take
+  // limits.address_space_mb, and the sum must stay bounded.
+  std::atomic<std::size_t> next{0};
+  auto compiler = [&] {
+    for (std::size_t k; (k = next++) < to_compile.size();) {
+      FileBuild& entry = build.files[to_compile[k]];
+      try {
+        entry.message = compile(entry);
+      } catch (const std::exception& error) {  // no process could be started
+        entry.message = std::string("dtk-grade could not run the compiler: ") + error.what();
+      }
+      if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+    }
+  };
+  std::vector<std::thread> compilers;
+  for (int i = 0; i < limits.at_once && i < static_cast<int>(to_compile.size()); ++i) {
+    compilers.emplace_back(compiler);
   }
+  for (std::thread& thread : compilers) thread.join();
 
   // Everything not compiled from the submission links the starter's object.
   auto link = [&] {

@@ -1,10 +1,10 @@
 // Building the submission into libdtk_student.so, inside the sandbox.
 //
-// Only the student files are compiled (two at a time), with the prebuilt objects' flags. A file
-// that is missing, does not compile, or includes anything but the provided and system headers
-// is replaced by the starter's prebuilt object, so that the other files still link and their
-// parts are still graded. A file identical to the starter's or the reference's reuses its
-// prebuilt object.
+// Only the student files are compiled (as many at a time as the manifest allows), with the
+// prebuilt objects' flags. A file that is missing, does not compile, includes anything but the
+// provided and system headers, or holds inline assembly is replaced by the starter's prebuilt
+// object, so that the other files still link and their parts are still graded. A file identical to
+// the starter's or the reference's reuses its prebuilt object.
 #pragma once
 
 #include <string>
@@ -27,6 +27,13 @@ struct FileBuild {
   }
 };
 
+// From the manifest: each compiler's time and address space, and how many run at once.
+struct CompileLimits {
+  int seconds = 0;
+  int address_space_mb = 0;
+  int at_once = 0;
+};
+
 struct StudentBuild {
   std::vector<FileBuild> files;
   std::string runner;  // <scratch>/read-only/bin/dtk-grade-runner, libdtk_student.so beside it
@@ -38,6 +45,6 @@ struct StudentBuild {
 // Throws std::runtime_error only when even the starter's objects cannot be linked (a broken kit).
 StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
                               const Sandbox& sandbox, const std::string& scratch,
-                              const std::vector<std::string>& hidden, int compile_seconds);
+                              const std::vector<std::string>& hidden, const CompileLimits& limits);
 
 }  // namespace dtk::grade

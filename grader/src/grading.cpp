@@ -128,9 +128,18 @@ std::map<std::string, Audit> audit_files(const Manifest& manifest, const Student
       Command command;
       command.argv = {"readelf", "-SrsW", file.object};
       command.cwd = work;
-      command.output_bytes = std::size_t{256} << 20;
+      command.output_bytes = static_cast<std::size_t>(manifest.audit_output_mb) << 20;
       command.hidden_paths = hidden;
-      return std::pair{file.file, audit_object(sandbox.run(command).output, functions, rules)};
+      const Outcome listing = sandbox.run(command);
+      if (listing.timed_out || listing.output_size > command.output_bytes) {
+        Audit too_large;
+        too_large.problem = "its object is too large to audit (readelf lists more than " +
+                            std::to_string(manifest.audit_output_mb) +
+                            " MB of sections, symbols and relocations; the reference's "
+                            "files list under 4 MB)";
+        return std::pair{file.file, too_large};
+      }
+      return std::pair{file.file, audit_object(listing.output, functions, rules)};
     }));
   }
   std::map<std::string, Audit> audits;
@@ -159,6 +168,9 @@ std::string cannot_run(const Planned& planned, const FileBuild& file, const Audi
   if (file.status == FileBuild::Status::failed) {
     return path + " does not compile, so its parts cannot be graded. The first errors:\n" +
            file.message;
+  }
+  if (audit != nullptr && !audit->problem.empty()) {
+    return path + " cannot be graded: " + audit->problem + ".";
   }
   if (audit != nullptr && !defines_function(*audit, planned.test.function, planned.test.type)) {
     const std::string& type = planned.test.type;
@@ -239,8 +251,10 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       read_submission(grading.options.submission, toolchain.student_files);
   for (const std::string& problem : submission.problems)
     summary += "Submission: " + problem + ".\n";
+  const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
+                                     manifest.compilers_at_once};
   const StudentBuild build =
-      build_submission(toolchain, submission, *sandbox, scratch, hidden, manifest.compile_seconds);
+      build_submission(toolchain, submission, *sandbox, scratch, hidden, compile_limits);
   std::map<std::string, const FileBuild*> file_builds;
   for (const FileBuild& file : build.files) {
     file_builds[file.file] = &file;

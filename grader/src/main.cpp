@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "grading.hpp"
+#include "text.hpp"
 
 namespace {
 
@@ -45,6 +46,17 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  // From here on every failure still leaves a results.json, so that the student sees that the
+  // grader, not the submission, failed.
+  auto internal_error = [&](const std::string& error) {
+    std::cerr << "dtk-grade: " << shown_text(error) << "\n";
+    try {
+      write_results_json(internal_error_report(error), options->results);
+    } catch (const std::exception& also) {
+      std::cerr << "dtk-grade: " << also.what() << "\n";
+    }
+    return 1;
+  };
   Grading grading;
   grading.options = *options;
   try {
@@ -54,26 +66,22 @@ int run(int argc, char** argv) {
     grading.manifest = load_manifest(manifest);
     check_parts(grading.manifest, grading.toolchain, manifest);
   } catch (const std::exception& error) {
-    std::cerr << "dtk-grade: " << error.what() << "\n";
-    return 1;
+    return internal_error(error.what());
   }
   grading.seed = options->seed.value_or(std::random_device{}() % 1000000000);
 
-  std::cout << "dtk-grade: grading " << options->submission << " (seed " << grading.seed << ")\n";
+  std::cout << "dtk-grade: grading " << shown_name(options->submission) << " (seed " << grading.seed
+            << ")\n";
   try {
     const Report report = grade_submission(grading, std::cout);
     write_results_json(report, options->results);
-    std::cout << "\n" << report.output << "\n";
-    for (const TestResult& test : report.tests) {
-      if (test.score < test.max_score) std::cout << "FAILED " << test.name << "\n";
-    }
-    std::cout << "\n";
-    print_table(report, std::cout);
-    std::cout << "Results: " << options->results << "\n";
+    print_feedback(report, std::cout);
+    std::cout << "Results: " << shown_name(options->results) << "\n";
     if (options->autolab) std::cout << autolab_line(report) << std::endl;
   } catch (const std::exception& error) {
-    std::cerr << "dtk-grade: grading failed: " << error.what() << "\n";
-    return 1;
+    return internal_error(std::string("grading failed: ") + error.what());
+  } catch (...) {
+    return internal_error("grading failed: an exception that is not a std::exception");
   }
   return 0;
 }

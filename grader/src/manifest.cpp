@@ -185,13 +185,16 @@ Manifest load_manifest(const std::string& path) {
   manifest.compile_seconds = t.required_positive("compile_seconds");
   const Reader l(top.get("limits"), path + ", limits",
                  {"address_space_mb", "file_size_mb", "processes", "output_kb", "total_memory_mb",
-                  "disk_mb"});
+                  "disk_mb", "compiler_address_space_mb", "compilers_at_once", "audit_output_mb"});
   manifest.address_space_mb = l.required_positive("address_space_mb");
   manifest.file_size_mb = l.required_positive("file_size_mb");
   manifest.processes = l.required_positive("processes");
   manifest.output_kb = l.required_positive("output_kb");
   manifest.total_memory_mb = l.required_positive("total_memory_mb");
   manifest.disk_mb = l.required_positive("disk_mb");
+  manifest.compiler_address_space_mb = l.required_positive("compiler_address_space_mb");
+  manifest.compilers_at_once = l.required_positive("compilers_at_once");
+  manifest.audit_output_mb = l.required_positive("audit_output_mb");
   const Reader tol(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});
   manifest.float_rtol = tol.required_fraction("float");
   manifest.double_rtol = tol.required_fraction("double");

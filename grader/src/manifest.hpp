@@ -49,6 +49,8 @@ struct Manifest {
   int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
   int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
   int total_memory_mb = 0, disk_mb = 0;  // all sandboxed processes together
+  // The build and the audit: per compiler, compilers at once, readelf's output read.
+  int compiler_address_space_mb = 0, compilers_at_once = 0, audit_output_mb = 0;
   double float_rtol = 0, double_rtol = 0, real_rtol = 0;
   std::string visibility;
   std::set<std::string> allowed_mpi;

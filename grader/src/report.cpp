@@ -1,11 +1,14 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -37,36 +40,60 @@ double Report::max_score() const {
 void write_results_json(const Report& report, const std::string& path) {
   nlohmann::json tests = nlohmann::json::array();
   for (const TestResult& test : report.tests) {
-    tests.push_back({{"name", test.name},
+    tests.push_back({{"name", shown_name(test.name)},
                      {"number", test.number},
                      {"score", test.score},
                      {"max_score", test.max_score},
                      {"status", test.score >= test.max_score ? "passed" : "failed"},
-                     {"output", test.output},
+                     {"output", shown_text(test.output)},
                      {"visibility", report.visibility}});
   }
   const nlohmann::json results = {
-      {"score", rounded(report.score())}, {"execution_time", rounded(report.execution_time)},
-      {"output", report.output},          {"visibility", report.visibility},
-      {"stdout_visibility", "hidden"},    {"tests", tests}};
+      {"score", rounded(report.score())},    {"execution_time", rounded(report.execution_time)},
+      {"output", shown_text(report.output)}, {"visibility", report.visibility},
+      {"stdout_visibility", "hidden"},       {"tests", tests}};
   std::ofstream file(path, std::ios::trunc);
-  file << results.dump(2) << "\n";
+  // Every text is valid UTF-8 by now; replacing what is not anyway means dump() cannot throw.
+  file << results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!file.flush()) throw std::runtime_error("cannot write " + path);
 }
 
+Report internal_error_report(const std::string& error) {
+  Report report;
+  report.visibility = "visible";
+  report.output = "Internal error, please tell the course staff: " + error + "\n";
+  return report;
+}
+
+void print_feedback(const Report& report, std::ostream& out) {
+  out << "\n" << shown_text(report.output) << "\n";
+  for (const TestResult& test : report.tests) {
+    if (test.score < test.max_score) out << "FAILED " << shown_name(test.name) << "\n";
+  }
+  out << "\n";
+  print_table(report, out);
+}
+
 void print_table(const Report& report, std::ostream& out) {
-  char line[160];
-  std::snprintf(line, sizeof line, "%-6s %-46s %15s %10s\n", "Part", "", "score", "tests");
-  out << line;
+  // The title column is as wide as the longest title ("Megatron, ... (optional)").
+  int width = 5;
   for (const PartResult& part : report.parts) {
-    std::snprintf(line, sizeof line, "%-6d %-46.46s %7s / %-5s %4d / %-3d\n", part.number,
-                  part.title.c_str(), fixed(part.score).c_str(), fixed(part.max_score).c_str(),
-                  part.passed, part.total);
+    width = std::max(width, static_cast<int>(shown_name(part.title).size()));
+  }
+  char line[64];
+  std::snprintf(line, sizeof line, " %16s %10s\n", "score", "tests");
+  out << "Part   " << std::string(width, ' ') << line;
+  for (const PartResult& part : report.parts) {
+    const std::string title = shown_name(part.title);
+    std::snprintf(line, sizeof line, "%-6d ", part.number);
+    out << line << title << std::string(width - title.size(), ' ');
+    std::snprintf(line, sizeof line, " %7s / %-6s %4d / %-3d\n", fixed(part.score).c_str(),
+                  fixed(part.max_score).c_str(), part.passed, part.total);
     out << line;
   }
-  std::snprintf(line, sizeof line, "%-53s %7s / %-5s\n", "Total", fixed(report.score()).c_str(),
+  std::snprintf(line, sizeof line, " %7s / %-6s\n", fixed(report.score()).c_str(),
                 fixed(report.max_score()).c_str());
-  out << line;
+  out << "Total  " << std::string(width, ' ') << line;
 }
 
 std::string autolab_line(const Report& report) {

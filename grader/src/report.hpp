@@ -32,9 +32,17 @@ struct Report {
   double max_score() const;
 };
 
-// Gradescope's format (score, execution_time, output, visibility, tests[]). Throws
+// Gradescope's format (score, execution_time, output, visibility, tests[]), every text valid
+// UTF-8 with control characters other than newlines and tabs escaped. Throws
 // std::runtime_error when the file cannot be written.
 void write_results_json(const Report& report, const std::string& path);
+
+// What results.json holds when the grader itself fails: score 0 and the error.
+Report internal_error_report(const std::string& error);
+
+// The summary, the failed tests and the per-part table, for the terminal. Like results.json,
+// every text is shown with its control characters escaped and invalid UTF-8 replaced.
+void print_feedback(const Report& report, std::ostream& out);
 
 void print_table(const Report& report, std::ostream& out);
 

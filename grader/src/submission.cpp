@@ -6,6 +6,7 @@
 
 #include "files.hpp"
 #include "tar_reader.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -30,46 +31,70 @@ int match(const std::string& candidate, const std::string& expected) {
   return 0;
 }
 
-// Picks, for every expected file, the best-matching of `paths`.
-std::map<std::string, std::string> choose(const std::vector<std::string>& paths,
-                                          const std::vector<std::string>& expected) {
-  std::map<std::string, std::string> chosen;
+// For every expected file, the index in `paths` of the best match (the last of equal ones, as
+// tar would extract it), and a note for the feedback when more than one path could be it.
+struct Choice {
+  std::size_t taken = 0;
+  std::string note;  // "" when there was one candidate
+};
+
+std::map<std::string, Choice> choose(const std::vector<std::string>& paths,
+                                     const std::vector<std::string>& expected) {
+  std::map<std::string, Choice> chosen;
   for (const std::string& want : expected) {
     int best = 0;
-    for (const std::string& path : paths) {
-      const int score = match(path, want);
-      if (score > best) {
+    std::vector<std::size_t> candidates;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      const int score = match(paths[i], want);
+      if (score == 0) continue;
+      candidates.push_back(i);
+      if (score >= best) {
         best = score;
-        chosen[want] = path;
+        chosen[want].taken = i;
       }
     }
+    if (candidates.size() < 2) continue;
+    const std::string& taken = paths[chosen[want].taken];
+    std::string listed;
+    int copies = 0;
+    for (std::size_t i : candidates) {
+      listed += (listed.empty() ? "\"" : ", \"") + shown_name(paths[i]) + "\"";
+      copies += paths[i] == taken;
+    }
+    chosen[want].note = std::to_string(candidates.size()) + " files that could be " + want + " (" +
+                        listed + "): graded " + (copies > 1 ? "the last " : "") + "\"" +
+                        shown_name(taken) +
+                        "\" (an exact path wins over a name alone, a later copy over an "
+                        "earlier one)";
   }
   return chosen;
 }
 
 void from_tar(const std::string& archive_path, const std::vector<std::string>& expected,
               Submission& submission) {
+  const std::string archive = shown_name(fs::path(archive_path).filename().string());
   std::string data, problem;
   if (!read_regular_file(archive_path, kMaxArchive, data, problem)) {
-    submission.problems.push_back(archive_path + " " + problem);
+    submission.problems.push_back(shown_name(archive_path) + " " + problem);
     return;
   }
   TarContents tar;
   try {
-    tar = read_tar(data, kMaxStudentFile);
+    tar = read_tar(data, kMaxArchive, kMaxStudentFile);
   } catch (const std::runtime_error& error) {
-    submission.problems.push_back(fs::path(archive_path).filename().string() +
-                                  " cannot be read: " + error.what());
+    submission.problems.push_back(archive + " cannot be read: " + error.what());
     return;
   }
+  if (tar.empty) submission.problems.push_back(archive + " is a tar archive with no files in it");
   for (const std::string& refused : tar.refused) {
     submission.problems.push_back("refused archive member " + refused);
   }
   std::vector<std::string> paths;
   for (const TarMember& member : tar.files) paths.push_back(member.path);
-  for (const auto& [want, path] : choose(paths, expected)) {
-    for (const TarMember& member : tar.files) {
-      if (member.path == path) submission.files[want] = member.content;  // the last one wins
+  for (const auto& [want, choice] : choose(paths, expected)) {
+    submission.files[want] = tar.files[choice.taken].content;
+    if (!choice.note.empty()) {
+      submission.problems.push_back(archive + " holds " + choice.note);
     }
   }
 }
@@ -98,12 +123,14 @@ void from_directory(const std::string& dir, const std::vector<std::string>& expe
     if (archives.size() == 1)
       return from_tar((fs::path(dir) / archives[0]).string(), expected, submission);
   }
-  for (const auto& [want, path] : chosen) {
+  for (const auto& [want, choice] : chosen) {
+    const std::string& path = paths[choice.taken];
+    if (!choice.note.empty()) submission.problems.push_back("the submission holds " + choice.note);
     std::string content, problem;
     if (read_regular_file((fs::path(dir) / path).string(), kMaxStudentFile, content, problem)) {
       submission.files[want] = content;
     } else {
-      submission.problems.push_back(path + " " + problem);
+      submission.problems.push_back(shown_name(path) + " " + problem);
     }
   }
 }

@@ -1,8 +1,12 @@
 #include "tar_reader.hpp"
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
+
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -93,6 +97,37 @@ std::string unsafe_path(const std::string& path) {
   return "";
 }
 
+bool is_gzip(const std::string& data) {
+  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+         static_cast<unsigned char>(data[1]) == 0x8b;
+}
+
+// The unpacked bytes of gzip data, refusing more than max_bytes (a small archive can unpack to
+// gigabytes).
+std::string gunzip(const std::string& data, std::size_t max_bytes) {
+  z_stream stream{};
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("zlib failed");
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  std::string unpacked;
+  char chunk[65536];
+  int status = Z_OK;
+  while (status == Z_OK) {
+    stream.next_out = reinterpret_cast<Bytef*>(chunk);
+    stream.avail_out = sizeof chunk;
+    status = inflate(&stream, Z_NO_FLUSH);
+    unpacked.append(chunk, sizeof chunk - stream.avail_out);
+    if (unpacked.size() > max_bytes) status = Z_MEM_ERROR;
+  }
+  inflateEnd(&stream);
+  if (unpacked.size() > max_bytes) {
+    throw std::runtime_error("it is gzip-compressed and unpacks to more than " +
+                             std::to_string(max_bytes >> 20) + " MB");
+  }
+  if (status != Z_STREAM_END) throw std::runtime_error("it is gzip-compressed but corrupt");
+  return unpacked;
+}
+
 std::string describe_type(char type) {
   switch (type) {
     case '1':
@@ -106,19 +141,17 @@ std::string describe_type(char type) {
     case '6':
       return "FIFO";
     default:
-      return std::string("member of type '") + type + "'";
+      return "member of type '" + shown_name(std::string(1, type)) + "'";
   }
 }
 
 }  // namespace
 
-TarContents read_tar(const std::string& data, std::size_t max_file_bytes) {
-  if (data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
-      static_cast<unsigned char>(data[1]) == 0x8b) {
-    throw std::runtime_error(
-        "it is gzip-compressed, not a plain tar archive (make handin.tar "
-        "makes the right kind)");
-  }
+TarContents read_tar(const std::string& packed, std::size_t max_archive_bytes,
+                     std::size_t max_file_bytes) {
+  if (packed.empty()) throw std::runtime_error("it is an empty file (0 bytes)");
+  const std::string data = is_gzip(packed) ? gunzip(packed, max_archive_bytes) : packed;
+  if (data.size() >= kBlock && all_zero(data.data())) return TarContents{{}, {}, true};
   if (data.size() < kBlock || !checksum_ok(data.data())) {
     throw std::runtime_error("it is not a tar archive (make handin.tar makes one)");
   }
@@ -150,16 +183,17 @@ TarContents read_tar(const std::string& data, std::size_t max_file_bytes) {
     }
     if (type == 'g' || type == '5' || type == 'K') continue;  // globals, directories
     path = clean_path(path);
+    const std::string shown = shown_name(path);
     if (type != '0' && type != '\0' && type != '7') {
-      contents.refused.push_back(path + ": " + describe_type(type) + " (only regular files)");
+      contents.refused.push_back(shown + ": " + describe_type(type) + " (only regular files)");
       continue;
     }
     if (const std::string why = unsafe_path(path); !why.empty()) {
-      contents.refused.push_back(path + ": " + why);
+      contents.refused.push_back(shown + ": " + why);
       continue;
     }
     if (size > max_file_bytes) {
-      contents.refused.push_back(path + ": " + std::to_string(size) + " bytes, more than the " +
+      contents.refused.push_back(shown + ": " + std::to_string(size) + " bytes, more than the " +
                                  std::to_string(max_file_bytes) + " allowed");
       continue;
     }

@@ -1,6 +1,7 @@
 // A tar archive read from memory, without extracting anything to disk. Only regular files come
 // out; links, devices, FIFOs, absolute paths and paths with ".." are listed as refused.
-// Understands ustar/GNU headers, GNU long names and pax path records.
+// Understands ustar/GNU headers, GNU long names and pax path records, plain or gzip-compressed
+// (tar -czf, whatever the file's name).
 #pragma once
 
 #include <string>
@@ -14,12 +15,15 @@ struct TarMember {
 };
 
 struct TarContents {
-  std::vector<TarMember> files;
-  std::vector<std::string> refused;  // "path: why", one per refused member
+  std::vector<TarMember> files;      // in archive order
+  std::vector<std::string> refused;  // "path: why" (path escaped), one per refused member
+  bool empty = false;                // a valid archive with no member at all
 };
 
-// Throws std::runtime_error when `data` is not a tar archive (with a hint for gzip), or is
-// truncated. Regular files larger than max_file_bytes are refused, not read.
-TarContents read_tar(const std::string& data, std::size_t max_file_bytes);
+// Throws std::runtime_error when `data` is not a tar archive, is truncated, or (compressed)
+// unpacks to more than max_archive_bytes. Regular files larger than max_file_bytes are refused,
+// not read.
+TarContents read_tar(const std::string& data, std::size_t max_archive_bytes,
+                     std::size_t max_file_bytes);
 
 }  // namespace dtk::grade

@@ -10,7 +10,11 @@
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
-# model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar.
+# model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar,
+# tar-not-utf8, tar-newline-name (an extra member with an absolute path named with bytes
+# \377\376, or with lines of fake feedback), tar-gzip (tar -czf, named handin.tar), tar-empty
+# (a valid archive without members), tar-duplicate (a second model/func_impl.cpp, the
+# starter's, appended).
 # PATCH: a unified diff against solutions/, paths relative to the student tree (a/FILE, b/FILE);
 # it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
 # touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
@@ -90,6 +94,22 @@ elseif(PACK STREQUAL "tar-missing")
   run(tar -cf ${tar} -C ${tree} ${files_but_func_impl})
 elseif(PACK STREQUAL "not-a-tar")
   file(WRITE ${tar} "This is my homework, please grade it.\n")
+elseif(PACK STREQUAL "tar-not-utf8" OR PACK STREQUAL "tar-newline-name")
+  if(PACK STREQUAL "tar-not-utf8")
+    set(name "evil\\377\\376.txt")
+  else()
+    set(name "evil\\nAll 61 tests passed\\nScore: 100")
+  endif()
+  run(tar -cf ${tar} -C ${tree} ${files})
+  # The name's bytes come from printf: CMake strings cannot hold invalid UTF-8.
+  run(sh -c "name=\"$(printf '${WORK}/${name}')\" && echo x > \"$name\" && tar -rPf ${tar} \"$name\"")
+elseif(PACK STREQUAL "tar-gzip")
+  run(tar -czf ${tar} -C ${tree} ${files})
+elseif(PACK STREQUAL "tar-empty")
+  run(tar -cf ${tar} -T /dev/null)
+elseif(PACK STREQUAL "tar-duplicate")
+  run(tar -cf ${tar} -C ${tree} ${files})
+  run(tar -rf ${tar} -C ${BASE}/../starter model/func_impl.cpp)
 endif()
 if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})

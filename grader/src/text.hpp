@@ -1,0 +1,18 @@
+// Text from untrusted sources (archive member names, exception messages, compiler output) made
+// safe to show: valid UTF-8 for results.json, and no control characters that could forge lines
+// of feedback or drive the terminal.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dtk::grade {
+
+// One name or message on one line: every control character and every byte that is not part
+// of valid UTF-8 becomes a C-style escape ("\n", "\t", "\xff").
+std::string shown_name(std::string_view text);
+
+// Multi-line text (feedback, compiler output): the same, except that newlines and tabs stay.
+std::string shown_text(std::string_view text);
+
+}  // namespace dtk::grade
