@@ -2,7 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
+
+#include <unistd.h>
 
 #include "records.hpp"
 
@@ -10,19 +14,29 @@ using namespace dtk::grade;
 
 namespace {
 
+const std::string kKey = "00112233445566778899aabbccddeeff";  // a launch's key
+
 // Runs `write` on a RecordWriter and returns the text it wrote.
 template <class Write>
 std::string written(Write write) {
-  std::FILE* file = std::tmpfile();
-  REQUIRE(file != nullptr);
-  RecordWriter writer(file);
-  write(writer);
-  std::fflush(file);
-  std::rewind(file);
-  std::string text;
-  for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
-  std::fclose(file);
+  char path[] = "/tmp/dtk-records-test.XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  {
+    RecordWriter writer(path, kKey);
+    write(writer);
+  }
+  std::ifstream file(path);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::remove(path);
   return text;
+}
+
+// "begin ID\n" + body + the end line the runner would write for them.
+std::string signed_block(const std::string& id, const std::string& body) {
+  const std::string block = "begin " + id + "\n" + body;
+  return block + "end " + id + " " + block_hash(kKey, block) + "\n";
 }
 
 }  // namespace
@@ -37,8 +51,11 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
     out.tensor("x", "double", {2, 3}, {1, 2, 3, 4, 5, 6.5});
     out.error("NotImplemented: dtk::get_info");
     out.forbidden("MPI_Bcast", "dtk::get_info");
+    out.part("mp_comm: members and order");
+    out.integer("mp_comm size", 2);
+    out.moved(48);
     out.end(id);
-  }));
+  }), kKey);
   REQUIRE(outputs.count(id) == 1);
   const TestOutput& test = outputs.at(id);
   CHECK(test.complete);
@@ -57,27 +74,38 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
   REQUIRE(test.forbidden.size() == 1);
   CHECK(test.forbidden[0].find("MPI_Bcast") != std::string::npos);
   CHECK(test.find("absent") == nullptr);
+  CHECK(test.find("mp_idx")->part.empty());
+  CHECK(test.find("mp_comm size")->part == "mp_comm: members and order");
+  CHECK(test.moved == 48);
+  CHECK_FALSE(test.tampered);
+}
+
+TEST_CASE("a block begun twice or with a wrong hash is tampered with, not complete", "[records]") {
+  const std::string good = signed_block("t", "int n\t3\n");
+  const RankOutput twice = parse_rank_output(good + good, kKey);
+  CHECK(twice.at("t").tampered);
+  const RankOutput other_key = parse_rank_output(good, "ffeeddccbbaa99887766554433221100");
+  CHECK(other_key.at("t").tampered);
+  CHECK_FALSE(other_key.at("t").complete);
 }
 
 TEST_CASE("a test whose end was never written is incomplete", "[records]") {
-  const RankOutput outputs = parse_rank_output("begin a mp=1 dp=1\nint n\t3\n");
+  const RankOutput outputs = parse_rank_output("begin a mp=1 dp=1\nint n\t3\n", kKey);
   REQUIRE(outputs.count("a mp=1 dp=1") == 1);
   CHECK_FALSE(outputs.at("a mp=1 dp=1").complete);
 }
 
 TEST_CASE("malformed records are skipped, never thrown", "[records]") {
-  const std::string text =
-      "int outside\t1\n"  // before any begin
-      "begin t\n"
-      "int n\tseven\n"                     // not a number
-      "tensor x\tdouble 2 2 2 : 1 2 3\n"   // too few values
-      "tensor y\tdouble 1 99999999 : 1\n"  // absurd size
-      "real r\n"                           // no value
-      "gibberish \xff\xfe\n"
-      "int ok\t5\n"
-      "end t\n";
+  const std::string text = "int outside\t1\n" +  // before any begin
+                           signed_block("t",
+                                        "int n\tseven\n"                     // not a number
+                                        "tensor x\tdouble 2 2 2 : 1 2 3\n"   // too few values
+                                        "tensor y\tdouble 1 99999999 : 1\n"  // absurd size
+                                        "real r\n"                           // no value
+                                        "gibberish \xff\xfe\n"
+                                        "int ok\t5\n");
   RankOutput outputs;
-  REQUIRE_NOTHROW(outputs = parse_rank_output(text));
+  REQUIRE_NOTHROW(outputs = parse_rank_output(text, kKey));
   const TestOutput& test = outputs.at("t");
   CHECK(test.complete);
   REQUIRE(test.values.size() == 1);

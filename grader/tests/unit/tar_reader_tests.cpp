@@ -45,10 +45,15 @@ std::string member(const std::string& path, const std::string& content, char typ
 
 std::string archive(const std::string& members) { return members + std::string(1024, '\0'); }
 
+// read_tar with room for any archive of these tests, files up to max_file_bytes.
+TarContents read_archive(const std::string& data, std::size_t max_file_bytes) {
+  return read_tar(data, std::size_t{16} << 20, max_file_bytes);
+}
+
 }  // namespace
 
 TEST_CASE("regular files come out with their content, ./ prefixes removed", "[tar]") {
-  const TarContents contents = read_tar(
+  const TarContents contents = read_archive(
       archive(member("./model/func_impl.cpp", "int x;\n") + member("notes.txt", "")), 1 << 20);
   REQUIRE(contents.files.size() == 2);
   CHECK(contents.files[0].path == "model/func_impl.cpp");
@@ -59,7 +64,7 @@ TEST_CASE("regular files come out with their content, ./ prefixes removed", "[ta
 
 TEST_CASE("links, absolute paths, .. and oversized files are refused with a reason", "[tar]") {
   const TarContents contents =
-      read_tar(archive(member("/etc/passwd", "x") + member("../up.cpp", "x") +
+      read_archive(archive(member("/etc/passwd", "x") + member("../up.cpp", "x") +
                        member("a/../../b.cpp", "x") + member("link.cpp", "", '2', "/etc/passwd") +
                        member("big.cpp", std::string(2000, 'x')) + member("ok.cpp", "fine")),
                1000);
@@ -77,11 +82,17 @@ TEST_CASE("links, absolute paths, .. and oversized files are refused with a reas
 
 TEST_CASE("what is not a tar archive, or is cut short, throws", "[tar]") {
   CHECK_THROWS_AS(
-      read_tar("This is my homework, please grade it.\n" + std::string(1024, 'x'), 1000),
+      read_archive("This is my homework, please grade it.\n" + std::string(1024, 'x'), 1000),
       std::runtime_error);
   const std::string whole = archive(member("a.cpp", std::string(1500, 'x')));
-  CHECK_THROWS_AS(read_tar(whole.substr(0, 1024), 1 << 20), std::runtime_error);
+  CHECK_THROWS_AS(read_archive(whole.substr(0, 1024), 1 << 20), std::runtime_error);
   std::string corrupt = whole;
   corrupt[0] = 'b';  // the checksum no longer matches
-  CHECK_THROWS_AS(read_tar(corrupt, 1 << 20), std::runtime_error);
+  CHECK_THROWS_AS(read_archive(corrupt, 1 << 20), std::runtime_error);
+}
+
+TEST_CASE("a valid archive without members is empty, not broken", "[tar]") {
+  const TarContents contents = read_archive(archive(""), 1 << 20);
+  CHECK(contents.empty);
+  CHECK(contents.files.empty());
 }
