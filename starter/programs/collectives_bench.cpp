@@ -282,7 +282,7 @@ std::vector<Row> measure(const std::string& collective, std::size_t count, const
 }
 
 void print_header(const std::string& collective, const Options& o) {
-  std::printf("#\n# %s\n#%47s", collective.c_str(), "");
+  std::printf("#\n# %s\n#%39s", collective.c_str(), "");
   for (const auto& impl : o.impls) std::printf("  %-33s", impl.c_str());
   std::printf("\n# %10s %12s %7s %6s", "size", "count", "type", "redop");
   for (std::size_t i = 0; i < o.impls.size(); ++i)
