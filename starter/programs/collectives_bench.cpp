@@ -334,6 +334,8 @@ void write_svg(std::ostream& out, const std::vector<Row>& rows, const Options& o
   };
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
       << "\" viewBox=\"0 0 " << W << ' ' << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<title>Bus bandwidth against message size, " << p << " ranks, " << o.type << ", " << o.op
+      << ": your collectives (solid) and MPI's (dashed)</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << left + plot_w / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">"
       << "Bus bandwidth, " << p << " ranks, " << o.type << ", " << o.op << "</text>\n";
