@@ -323,7 +323,13 @@ void write_svg(std::ostream& out, const std::vector<Row>& rows, const Options& o
     ymax = std::max(ymax, r.busbw);
   }
   if (xmax <= xmin) xmax = xmin + 1;
-  const double ystep = ymax > 0 ? std::pow(10, std::floor(std::log10(ymax / 4))) : 0.25;
+  // A round grid step (1, 2 or 5 times a power of ten): three to six grid lines.
+  const double raw = ymax > 0 ? ymax / 6 : 0.25;
+  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
+  const double ystep = magnitude * (raw <= magnitude       ? 1
+                                    : raw <= 2 * magnitude ? 2
+                                    : raw <= 5 * magnitude ? 5
+                                                           : 10);
   const double ytop = std::max(ystep, std::ceil(ymax / ystep) * ystep);
   auto x = [&](double bytes) { return left + (std::log2(bytes) - xmin) / (xmax - xmin) * plot_w; };
   auto y = [&](double gbps) { return top + plot_h - gbps / ytop * plot_h; };
