@@ -14,6 +14,7 @@ namespace dtk {
 //   - T is float, double or std::int32_t; op is MPI_SUM, MPI_MIN or MPI_MAX.
 //   - Any element count >= 0 works, including counts smaller than, or not divisible by, the
 //     number of ranks p = comm.Get_size(). dst is pre-sized by the caller; never resize it.
+//     src and dst are different tensors (no in-place call).
 //   - Every rank of comm calls the function with the same sizes and op.
 //   - Inside, only comm.Send, comm.Recv and comm.Sendrecv move data: no collective of the
 //     Communicator (Allreduce, ...) and no MPI call of your own.
