@@ -1,6 +1,6 @@
 # dtk_add_student_library(<name> <student_dir>)
 #
-# A static library holding all provided (non-main) code plus the three student files found in
+# A static library holding all provided (non-main) code plus the student files found in
 # <student_dir>, with public include directories and link dependencies: linking it is enough.
 # The kit makes two: dtk_starter (starter/) and dtk_solutions (solutions/).
 include_guard(GLOBAL)
@@ -20,8 +20,17 @@ function(dtk_student_files assignment out_var)
 endfunction()
 dtk_student_files(1 DTK_STUDENT_FILES)
 
+# Assignment 2's student files (Part 7 so far). A tree built without them (assignment 1's
+# bundle) leaves them out of its library, with the programs and public tests that need them.
+dtk_student_files(2 DTK_ASSIGNMENT2_STUDENT_FILES)
+
 function(dtk_add_student_library name student_dir)
   list(TRANSFORM DTK_STUDENT_FILES PREPEND "${student_dir}/" OUTPUT_VARIABLE sources)
+  foreach(file IN LISTS DTK_ASSIGNMENT2_STUDENT_FILES)
+    if(EXISTS "${student_dir}/${file}")
+      list(APPEND sources "${student_dir}/${file}")
+    endif()
+  endforeach()
   add_library(${name} STATIC ${sources})
   # dtk_provided is an OBJECT library: its objects go into this archive.
   target_link_libraries(${name} PUBLIC dtk_provided)

@@ -1,10 +1,12 @@
-// Part 0 warm-up: watch the four Communicator operations the assignment uses.
+// Warm-ups: watch the Communicator's operations. Part 0 (assignment 1): the collectives and
+// Split; assignment 2: point-to-point messages (sendrecv, ring).
 //
-//   mpirun -n 4 ./mpi_test --test_case allreduce|allgather|reduce_scatter|split
+//   mpirun -n 4 ./mpi_test --test_case allreduce|allgather|reduce_scatter|split|sendrecv|ring
 //
 // Each case prints what every rank holds before and after the call, in rank order.
 #include <dtk/dtk.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -86,15 +88,59 @@ void split(dtk::Communicator& world) {
   dtk::print_in_rank_order(world, where + show(sum));
 }
 
+// Ranks swap values in pairs (0 with 1, 2 with 3, ...) with one Sendrecv each; with an odd
+// number of ranks the last one sends to itself.
+void sendrecv(dtk::Communicator& world) {
+  const int r = world.Get_rank();
+  const int partner = (r ^ 1) < world.Get_size() ? (r ^ 1) : r;
+  Values mine = {10.0 * r, 10.0 * r + 1};
+  Values theirs = xt::zeros<double>({2});
+  print_all(world, "Sendrecv with the partner rank ^ 1. Before:", mine);
+  world.Sendrecv(mine, partner, theirs, partner);
+  print_all(world, "After: every rank holds its partner's values", theirs);
+  print_bytes(world);
+}
+
+// A token travels once around the ring 0 -> 1 -> ... -> p-1 -> 0, with Send and Recv. Each
+// rank appends its own rank to it, so the token records its path. Rank 0 sends first and
+// receives last; every other rank must receive before it can send.
+void ring(dtk::Communicator& world) {
+  const int p = world.Get_size();
+  const int r = world.Get_rank();
+  const int next = (r + 1) % p, previous = (r + p - 1) % p;
+  if (r == 0) std::cout << "A token passed around the ring with Send and Recv\n";
+  std::string view;
+  if (p == 1) {
+    view = "alone: no ring to pass the token around (run with 2 ranks or more)";
+  } else if (r == 0) {
+    const Values token = {0};
+    world.Send(token, next);
+    Values back = xt::zeros<double>({static_cast<std::size_t>(p)});
+    world.Recv(back, previous);
+    view = "sent " + show(token) + " to rank 1, got " + show(back) + " back from rank " +
+           std::to_string(previous);
+  } else {
+    Values received = xt::zeros<double>({static_cast<std::size_t>(r)});  // one entry per hop
+    world.Recv(received, previous);
+    Values token = xt::zeros<double>({received.size() + 1});
+    std::copy(received.begin(), received.end(), token.begin());
+    token(r) = r;
+    world.Send(token, next);
+    view = "got " + show(received) + " from rank " + std::to_string(previous) + ", sent " +
+           show(token) + " to rank " + std::to_string(next);
+  }
+  dtk::print_in_rank_order(world, view);
+  print_bytes(world);
+}
+
 const std::map<std::string, std::function<void(dtk::Communicator&)>> kCases = {
-    {"allreduce", allreduce},
-    {"allgather", allgather},
-    {"reduce_scatter", reduce_scatter},
-    {"split", split},
+    {"allreduce", allreduce}, {"allgather", allgather}, {"reduce_scatter", reduce_scatter},
+    {"split", split},         {"sendrecv", sendrecv},   {"ring", ring},
 };
 
 constexpr const char* kUsage =
-    "usage: mpirun -n N mpi_test --test_case allreduce|allgather|reduce_scatter|split\n"
+    "usage: mpirun -n N mpi_test --test_case "
+    "allreduce|allgather|reduce_scatter|split|sendrecv|ring\n"
     "Shows what every rank holds before and after one Communicator operation.\n";
 
 }  // namespace
@@ -122,7 +168,7 @@ int main(int argc, char** argv) {
   if (status == 0 && kCases.count(test_case) == 0) {
     if (root) {
       std::cerr << "mpi_test: unknown --test_case '" << test_case
-                << "' (choose allreduce, allgather, reduce_scatter or split)\n";
+                << "' (choose allreduce, allgather, reduce_scatter, split, sendrecv or ring)\n";
     }
     status = 2;
   }

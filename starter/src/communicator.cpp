@@ -35,6 +35,20 @@ int as_mpi_count(std::size_t count, const std::string& call) {
   return static_cast<int>(count);
 }
 
+// A receive must get exactly the elements it asked for. A longer message is an MPI error
+// (MPI_ERR_TRUNCATE, fatal by default); a shorter one is caught here.
+void require_whole_message(const MPI_Status& status, const detail::Buffer& buf,
+                           const std::string& call) {
+  int received = 0;
+  MPI_Get_count(&status, buf.type, &received);
+  if (static_cast<std::size_t>(received) != buf.count) {
+    throw std::runtime_error("Communicator::" + call + ": expected a message of " +
+                             count_text(buf.count) + " from rank " +
+                             std::to_string(status.MPI_SOURCE) + ", but it sent " +
+                             count_text(static_cast<std::size_t>(received)));
+  }
+}
+
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm)
@@ -103,6 +117,32 @@ void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::siz
   const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
   MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);
   shared_->bytes_sent += (p - 1) * dst_count * src.element_bytes;
+}
+
+void Communicator::send(const detail::Buffer& buf, int dest, int tag) {
+  const int count = as_mpi_count(buf.count, "Send");
+  MPI_Send(buf.data, count, buf.type, dest, tag, shared_->comm);
+  shared_->bytes_sent += buf.count * buf.element_bytes;
+}
+
+void Communicator::recv(const detail::Buffer& buf, int source, int tag) {
+  const int count = as_mpi_count(buf.count, "Recv");
+  MPI_Status status;
+  MPI_Recv(const_cast<void*>(buf.data), count, buf.type, source, tag, shared_->comm, &status);
+  require_whole_message(status, buf, "Recv");
+}
+
+void Communicator::sendrecv(const detail::Buffer& send, int dest, const detail::Buffer& recv,
+                            int source, int tag) {
+  require(send.data != recv.data || send.count == 0 || recv.count == 0, "Sendrecv",
+          "the send and the receive buffer must be different");
+  const int send_count = as_mpi_count(send.count, "Sendrecv");
+  const int recv_count = as_mpi_count(recv.count, "Sendrecv");
+  MPI_Status status;
+  MPI_Sendrecv(send.data, send_count, send.type, dest, tag, const_cast<void*>(recv.data),
+               recv_count, recv.type, source, tag, shared_->comm, &status);
+  require_whole_message(status, recv, "Sendrecv");
+  shared_->bytes_sent += send.count * send.element_bytes;
 }
 
 }  // namespace dtk

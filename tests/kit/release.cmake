@@ -9,7 +9,8 @@ target_compile_options(dtk_source_check PRIVATE -Wall -Wextra)
 # starter/ and solutions/ agree on includes, signatures and the provided block of each file...
 add_test(NAME kit_single_source
          COMMAND dtk_source_check single-source ${PROJECT_SOURCE_DIR}/starter
-                 ${PROJECT_SOURCE_DIR}/solutions ${DTK_STUDENT_FILES})
+                 ${PROJECT_SOURCE_DIR}/solutions ${DTK_STUDENT_FILES}
+                 ${DTK_ASSIGNMENT2_STUDENT_FILES})
 # ...and the checker does catch a drift, and a leak (tried on temporary copies).
 add_test(NAME kit_source_check_self_test
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/source_check_self_test.sh

@@ -1,7 +1,8 @@
 // Communicator: a thin wrapper around an MPI communicator that counts the bytes it sends.
 //
 // This is the only way your code talks to other ranks. It offers exactly the collectives the
-// assignment needs (Allreduce, Allgather, Reduce_scatter) plus Split to make sub-groups.
+// assignments need (Allreduce, Allgather, Reduce_scatter), Split to make sub-groups, and
+// point-to-point messages (Send, Recv, Sendrecv) to build collectives of your own (Part 7).
 //
 // Buffers. `src` and `dst` are contiguous, row-major xtensor containers (xt::xtensor,
 // xt::xarray) holding the same value type (float, double, std::int32_t or std::int64_t). `dst`
@@ -16,8 +17,11 @@
 //   Allreduce       n = bytes of src   adds  2 * (p - 1) * n / p   (reduce-scatter + all-gather)
 //   Allgather       n = bytes of src   adds  (p - 1) * n           (pass every block around)
 //   Reduce_scatter  n = bytes of dst   adds  (p - 1) * n           (one block per step)
-// Integer division; a communicator of one rank sends nothing. The counter belongs to the
-// communicator, not to the rank: copies of a Communicator share it (see below).
+//   Send            n = bytes sent     adds  n
+//   Sendrecv        n = bytes sent     adds  n                     (what it receives: nothing)
+//   Recv                               adds  0                     (the sender counts them)
+// Integer division; a communicator of one rank sends nothing in a collective. The counter belongs
+// to the communicator, not to the rank: copies of a Communicator share it (see below).
 //
 // Copies. Copying a Communicator copies a handle: both copies use the same MPI communicator and
 // the same byte counter. A communicator made by Split is freed once, when its last copy goes.
@@ -49,7 +53,8 @@ MPI_Datatype mpi_datatype() {
   }
 }
 
-// Raw description of one buffer, so that the MPI calls live in communicator.cpp only.
+// Raw description of one buffer, so that the MPI calls live in communicator.cpp only. A buffer
+// that is received into is described the same way (communicator.cpp writes through `data`).
 struct Buffer {
   const void* data;
   std::size_t count;  // elements
@@ -64,10 +69,19 @@ void check_same_value_type() {
                 "double, ...); MPI would otherwise reinterpret the bytes");
 }
 
+// void, for container arguments only: keeps Send(ptr, count, dest) from matching the
+// container form Send(buf, dest, tag) with a pointer as the "container".
+template <class C>
+using if_container = std::enable_if_t<!std::is_pointer_v<C>>;
+
+template <class T>
+Buffer describe(const T* data, std::size_t count) {
+  return {data, count, mpi_datatype<T>(), sizeof(T)};
+}
+
 template <class C>
 Buffer describe(const C& container) {
-  using T = typename C::value_type;
-  return {container.data(), container.size(), mpi_datatype<T>(), sizeof(T)};
+  return describe(container.data(), container.size());
 }
 }  // namespace detail
 
@@ -106,6 +120,48 @@ class Communicator {
     reduce_scatter(detail::describe(src), dst.data(), dst.size(), op);
   }
 
+  // Point-to-point (Part 7). Ranks are those of this communicator; `tag` tells apart messages
+  // between the same two ranks. Recv needs `buf` pre-sized to exactly the message sent: a
+  // shorter message throws std::runtime_error naming both lengths, a longer one stops the
+  // program with MPI's "message truncated" error.
+  //
+  // Send blocks until MPI may reuse `buf`: for messages above a few KB that means until the
+  // destination posts its Recv, so two ranks that Send large messages to each other first
+  // wait for each other forever. Sendrecv sends and receives at once and never deadlocks
+  // that way: use it whenever ranks exchange data (a ring step, a swap).
+  template <class S>
+  detail::if_container<S> Send(const S& buf, int dest, int tag = 0) {
+    send(detail::describe(buf), dest, tag);
+  }
+  template <class D>
+  detail::if_container<D> Recv(D& buf, int source, int tag = 0) {
+    recv(detail::describe(buf), source, tag);
+  }
+  // Sends `send` to `dest` and receives into the pre-sized `recv` from `source`, in one call.
+  // `send` and `recv` must be different buffers.
+  template <class S, class D>
+  void Sendrecv(const S& send, int dest, D& recv, int source, int tag = 0) {
+    detail::check_same_value_type<S, D>();
+    sendrecv(detail::describe(send), dest, detail::describe(recv), source, tag);
+  }
+
+  // Pointer forms, to send or receive part of a buffer: `count` elements starting at `data`
+  // (e.g. one chunk of a tensor: tensor.data() + offset). T: float, double, int32_t, int64_t.
+  template <class T>
+  void Send(const T* data, std::size_t count, int dest, int tag = 0) {
+    send(detail::describe(data, count), dest, tag);
+  }
+  template <class T>
+  void Recv(T* data, std::size_t count, int source, int tag = 0) {
+    recv(detail::describe(data, count), source, tag);
+  }
+  template <class T>
+  void Sendrecv(const T* send, std::size_t send_count, int dest, T* recv, std::size_t recv_count,
+                int source, int tag = 0) {
+    sendrecv(detail::describe(send, send_count), dest, detail::describe(recv, recv_count), source,
+             tag);
+  }
+
   // Collective: ranks passing the same `color` end up in one new communicator, ordered by `key`
   // (ties broken by their rank here). The new communicator starts its own byte counter at 0.
   Communicator Split(int color, int key) const;
@@ -120,6 +176,10 @@ class Communicator {
   void allreduce(const detail::Buffer& src, void* dst, std::size_t dst_count, MPI_Op op);
   void allgather(const detail::Buffer& src, void* dst, std::size_t dst_count);
   void reduce_scatter(const detail::Buffer& src, void* dst, std::size_t dst_count, MPI_Op op);
+  void send(const detail::Buffer& buf, int dest, int tag);
+  void recv(const detail::Buffer& buf, int source, int tag);
+  void sendrecv(const detail::Buffer& send, int dest, const detail::Buffer& recv, int source,
+                int tag);
 
   std::shared_ptr<Shared> shared_;
 };

@@ -8,12 +8,15 @@
 //   get_info, *_collect_*             func_impl.hpp                   Parts 2, 3, 6 (you)
 //   model_training_cost_analysis,     model_training_cost_analysis.hpp  Parts 4, 5 (you)
 //   get_optimal_N_D
+//   my_allreduce, my_allgather,       my_collectives.hpp              Part 7 (you)
+//   my_reduce_scatter, my_alltoall
 #pragma once
 
 #include "dtk/communicator.hpp"
 #include "dtk/data_parallel_preprocess.hpp"
 #include "dtk/func_impl.hpp"
 #include "dtk/model_training_cost_analysis.hpp"
+#include "dtk/my_collectives.hpp"
 #include "dtk/not_implemented.hpp"
 #include "dtk/rank_groups.hpp"
 #include "dtk/rank_output.hpp"
