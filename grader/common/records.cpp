@@ -223,9 +223,7 @@ void RecordWriter::end(const std::string& id) {
 
 void RecordWriter::note(const std::string& text) { block_ += "note " + one_line(text) + "\n"; }
 
-void RecordWriter::part(const std::string& name) {
-  block_ += "part " + one_line(name) + "\n";
-}
+void RecordWriter::part(const std::string& name) { block_ += "part " + one_line(name) + "\n"; }
 
 void RecordWriter::moved(unsigned long long bytes) {
   block_ += "moved " + std::to_string(bytes) + "\n";

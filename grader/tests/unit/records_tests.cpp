@@ -43,19 +43,21 @@ std::string signed_block(const std::string& id, const std::string& body) {
 
 TEST_CASE("every kind of record round-trips through the writer and the parser", "[records]") {
   const std::string id = "get_info mp=2 dp=1";
-  const RankOutput outputs = parse_rank_output(written([&](RecordWriter& out) {
-    out.begin(id);
-    out.note("batch 3,\nslice width 2");
-    out.integer("mp_idx", 1);
-    out.real("num_tflops", 0.897648164864);
-    out.tensor("x", "double", {2, 3}, {1, 2, 3, 4, 5, 6.5});
-    out.error("NotImplemented: dtk::get_info");
-    out.forbidden("MPI_Bcast", "dtk::get_info");
-    out.part("mp_comm: members and order");
-    out.integer("mp_comm size", 2);
-    out.moved(48);
-    out.end(id);
-  }), kKey);
+  const RankOutput outputs =
+      parse_rank_output(written([&](RecordWriter& out) {
+                          out.begin(id);
+                          out.note("batch 3,\nslice width 2");
+                          out.integer("mp_idx", 1);
+                          out.real("num_tflops", 0.897648164864);
+                          out.tensor("x", "double", {2, 3}, {1, 2, 3, 4, 5, 6.5});
+                          out.error("NotImplemented: dtk::get_info");
+                          out.forbidden("MPI_Bcast", "dtk::get_info");
+                          out.part("mp_comm: members and order");
+                          out.integer("mp_comm size", 2);
+                          out.moved(48);
+                          out.end(id);
+                        }),
+                        kKey);
   REQUIRE(outputs.count(id) == 1);
   const TestOutput& test = outputs.at(id);
   CHECK(test.complete);

@@ -63,11 +63,11 @@ TEST_CASE("regular files come out with their content, ./ prefixes removed", "[ta
 }
 
 TEST_CASE("links, absolute paths, .. and oversized files are refused with a reason", "[tar]") {
-  const TarContents contents =
-      read_archive(archive(member("/etc/passwd", "x") + member("../up.cpp", "x") +
-                       member("a/../../b.cpp", "x") + member("link.cpp", "", '2', "/etc/passwd") +
-                       member("big.cpp", std::string(2000, 'x')) + member("ok.cpp", "fine")),
-               1000);
+  const TarContents contents = read_archive(
+      archive(member("/etc/passwd", "x") + member("../up.cpp", "x") + member("a/../../b.cpp", "x") +
+              member("link.cpp", "", '2', "/etc/passwd") +
+              member("big.cpp", std::string(2000, 'x')) + member("ok.cpp", "fine")),
+      1000);
   REQUIRE(contents.files.size() == 1);
   CHECK(contents.files[0].path == "ok.cpp");
   REQUIRE(contents.refused.size() == 5);
