@@ -30,6 +30,10 @@ const std::vector<CheckInfo>& all_checks() {
       {"megatron_collect_backward_output", CaseKind::layout, false, true, {}},
       {"megatron_collect_backward_x", CaseKind::layout, true, true, {}},
       {"collect_weight_grad", CaseKind::layout, true, true, {"grad_w", "grad_b"}},
+      {"my_allreduce", CaseKind::buffer, true, true, {}, true, "MPI_Allreduce"},
+      {"my_allgather", CaseKind::buffer, true, true, {}},
+      {"my_reduce_scatter", CaseKind::buffer, true, true, {}, true},
+      {"my_alltoall", CaseKind::buffer, true, true, {}, false, "MPI_Alltoall"},
   };
   return checks;
 }
@@ -48,9 +52,21 @@ const CheckInfo* find_check(const std::string& function) {
 
 const CheckInfo& TestCase::check() const { return *find_check(function); }
 
-int TestCase::ranks() const { return check().collective ? mp * dp : 1; }
+int TestCase::ranks() const {
+  if (!check().collective) return 1;
+  return check().kind == CaseKind::buffer ? p : mp * dp;
+}
 
 std::string TestCase::case_text() const {
+  if (is_speed()) {
+    return "speed p=" + std::to_string(p) + " bytes=" + std::to_string(bytes) +
+           " repetitions=" + std::to_string(repetitions);
+  }
+  if (check().kind == CaseKind::buffer) {
+    const std::string text =
+        "p=" + std::to_string(p) + " count=" + std::to_string(count) + " " + type;
+    return op.empty() ? text : text + " " + op;
+  }
   if (check().kind != CaseKind::layout) return arg;
   std::string text = "mp=" + std::to_string(mp) + " dp=" + std::to_string(dp);
   return type.empty() ? text : text + " " + type;
@@ -95,6 +111,85 @@ TestCase parse_layout(const CheckInfo& check, const std::string& text) {
   return test;
 }
 
+// "speed p=2 bytes=4194304 repetitions=7", for a function with an MPI counterpart.
+TestCase parse_speed(const CheckInfo& check, const std::string& text) {
+  if (check.timed_against.empty()) bad_case(check.function, text, "cannot be timed against MPI");
+  TestCase test;
+  test.function = check.function;
+  std::istringstream tokens(text.substr(5));
+  for (std::string token; tokens >> token;) {
+    const std::size_t equals = token.find('=');
+    const std::string key = token.substr(0, equals == std::string::npos ? 0 : equals);
+    char* end = nullptr;
+    const long long value = std::strtoll(token.c_str() + key.size() + 1, &end, 10);
+    const bool number = !key.empty() && token.size() > key.size() + 1 && *end == '\0';
+    if (key == "p" && number && value >= 1 && value <= 64) {
+      test.p = static_cast<int>(value);
+    } else if (key == "bytes" && number && value >= 4 && value <= (1ll << 28)) {
+      test.bytes = static_cast<std::size_t>(value);
+    } else if (key == "repetitions" && number && value >= 1 && value <= 1000) {
+      test.repetitions = static_cast<int>(value);
+    } else {
+      bad_case(check.function, text,
+               "\"" + token +
+                   "\" is not p=P (1 to 64), bytes=B (4 to 2^28) or repetitions=N "
+                   "(1 to 1000)");
+    }
+  }
+  if (test.bytes == 0 || test.repetitions == 0)
+    bad_case(check.function, text, "says no bytes=B or no repetitions=N");
+  test.type = "float";
+  if (check.reduces) test.op = "sum";
+  return test;
+}
+
+// "p=4 count=13 float sum": the ranks, the element count, the type and (for checks that reduce)
+// the op, in any order.
+TestCase parse_buffer(const CheckInfo& check, const std::string& text) {
+  if (text.rfind("speed ", 0) == 0) return parse_speed(check, text);
+  TestCase test;
+  test.function = check.function;
+  bool has_count = false;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    if (token.rfind("p=", 0) == 0) {
+      char* end = nullptr;
+      const long value = std::strtol(token.c_str() + 2, &end, 10);
+      if (token.size() <= 2 || *end != '\0' || value < 1 || value > 64)
+        bad_case(check.function, text, "\"" + token + "\" is not a rank count between 1 and 64");
+      test.p = static_cast<int>(value);
+    } else if (token.rfind("count=", 0) == 0) {
+      char* end = nullptr;
+      const unsigned long long value = std::strtoull(token.c_str() + 6, &end, 10);
+      if (token.size() <= 6 || *end != '\0' || token[6] == '-' || value > (1ull << 26))
+        bad_case(check.function, text, "\"" + token + "\" is not an element count up to 2^26");
+      test.count = static_cast<std::size_t>(value);
+      has_count = true;
+    } else if (token == "float" || token == "double" || token == "int32") {
+      test.type = token;
+    } else if (check.reduces && (token == "sum" || token == "min" || token == "max")) {
+      test.op = token;
+    } else {
+      bad_case(check.function, text,
+               "unknown word \"" + token + "\" (expected p=P, count=N, float, double or int32" +
+                   (check.reduces ? ", and sum, min or max)" : ")"));
+    }
+  }
+  if (!has_count) bad_case(check.function, text, "says no count=N");
+  if (test.type.empty()) bad_case(check.function, text, "says neither float, double nor int32");
+  if (check.reduces && test.op.empty())
+    bad_case(check.function, text, "says no op (sum, min or max)");
+  return test;
+}
+
+// A case whose text is its argument (a config or a budget).
+TestCase with_arg(const CheckInfo& check, const std::string& text) {
+  TestCase test;
+  test.function = check.function;
+  test.arg = text;
+  return test;
+}
+
 TestCase parse_budget(const CheckInfo& check, const std::string& text) {
   if (text != "random" && text.rfind("random ", 0) != 0) {
     char* end = nullptr;
@@ -104,13 +199,13 @@ TestCase parse_budget(const CheckInfo& check, const std::string& text) {
                "a budget is a positive number of FLOPs, or \"random\" (optionally with a tag)");
     }
   }
-  return TestCase{check.function, 1, 1, "", text};
+  return with_arg(check, text);
 }
 
 TestCase parse_config(const CheckInfo& check, const std::string& text) {
   const bool random = text.rfind("random llama", 0) == 0 || text.rfind("random gpt2", 0) == 0;
   for (const std::string& broken : broken_configs()) {
-    if (text == broken) return TestCase{check.function, 1, 1, "", text};
+    if (text == broken) return with_arg(check, text);
   }
   const bool name = !text.empty() && text.find_first_not_of(
                                          "abcdefghijklmnopqrstuvwxyz"
@@ -121,7 +216,7 @@ TestCase parse_config(const CheckInfo& check, const std::string& text) {
              "expected a config name from grader/configs, \"random llama\" / \"random gpt2\" "
              "(optionally with a tag), \"missing file\", \"malformed JSON\" or \"missing key\"");
   }
-  return TestCase{check.function, 1, 1, "", text};
+  return with_arg(check, text);
 }
 
 }  // namespace
@@ -136,6 +231,8 @@ TestCase parse_test_case(const std::string& function, const std::string& case_te
       return parse_budget(*check, case_text);
     case CaseKind::config:
       return parse_config(*check, case_text);
+    case CaseKind::buffer:
+      return parse_buffer(*check, case_text);
   }
   bad_case(function, case_text, "unknown kind of check");
 }

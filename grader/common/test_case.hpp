@@ -11,14 +11,22 @@
 //           "random gpt2 b", for a second one), or a broken config the function must refuse
 //           with std::runtime_error: "missing file", "malformed JSON", "missing key"
 //   budget  a training budget in FLOPs ("1.23e22"), or "random" ("random b", ...)
+//   buffer  "p=P count=N float|double|int32 [sum|min|max]": a collective of your own on P ranks
+//           (assignment 2, Part 7); N counts the elements of each rank's src for all-reduce and
+//           of one block (what one rank sends another) for the others; the op is given exactly
+//           for the functions that reduce
+//           "speed p=P bytes=B repetitions=N": times the function against its MPI counterpart
+//           (CheckInfo::timed_against) on B bytes of floats, summed; the speed bonus's
+//           measurement, planned by the grader from the manifest's speed_bonus
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace dtk::grade {
 
-enum class CaseKind { layout, config, budget };
+enum class CaseKind { layout, config, budget, buffer };
 
 // What the grader and the runner both need to know about a checked function. The runner's
 // code for it registers itself next to that code (DTK_GRADE_CHECK) and the runner refuses to
@@ -26,11 +34,14 @@ enum class CaseKind { layout, config, budget };
 struct CheckInfo {
   const char* function;  // the student function, e.g. "get_info"
   CaseKind kind;
-  bool collective;  // runs on mp * dp ranks; otherwise one process plays every rank
-  bool typed;       // has a float and a double version
+  bool collective;  // runs on mp * dp (buffer: p) ranks; otherwise one process plays every rank
+  bool typed;       // has a float and a double version (buffer: and an int32 one)
   // The parts of the result the check records under names of their own ("mp_comm: members and
   // order"): a rubric item of the same name is judged on that part only (see manifest.hpp).
   std::vector<std::string> result_parts;
+  bool reduces = false;  // buffer checks: takes an MPI_Op (sum, min or max)
+  // The MPI collective a speed bonus times it against ("" if it cannot be timed).
+  std::string timed_against = "";
 };
 
 // The broken configs of a config check, refused with std::runtime_error.
@@ -44,11 +55,17 @@ const CheckInfo* find_check(const std::string& function);
 struct TestCase {
   std::string function;
   int mp = 1, dp = 1;
-  std::string type;  // "float" or "double" (typed layout checks only)
-  std::string arg;   // config name, "random <model_type>", budget or "random"
+  std::string type;       // "float" or "double" (typed checks only; buffer checks: or "int32")
+  std::string arg;        // config name, "random <model_type>", budget or "random"
+  int p = 1;              // buffer checks: the ranks
+  std::size_t count = 0;  // buffer checks: elements (see the case texts above)
+  std::string op;         // buffer checks that reduce: "sum", "min" or "max"
+  std::size_t bytes = 0;  // speed measurements: the message size
+  int repetitions = 0;    // speed measurements: how many timings of each (0: not one)
 
   const CheckInfo& check() const;
   int ranks() const;  // MPI ranks the test runs on
+  bool is_speed() const { return repetitions > 0; }
   std::string case_text() const;
   std::string id() const { return function + " " + case_text(); }
 };

@@ -1,7 +1,8 @@
 // dtk-grade-runner: runs hidden test cases and writes what it finds, one file per rank.
 //
 //   mpirun -n N dtk-grade-runner --seed S --out DIR --configs DIR --work DIR
-//                                --test-seconds T  TEST_ID...
+//                                --test-seconds T [--allowed-mpi FUNCTION=CALL,...]...
+//                                TEST_ID...
 //
 // It only evaluates: for each test it builds the inputs from (seed, test id), calls the one
 // student function under test and records the outputs in DIR/rank<R>.out. Each rank works in
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -38,8 +40,8 @@ namespace {
 struct Options {
   std::uint64_t seed = 0;
   std::string out_dir, configs_dir, work_dir;
-  int test_seconds = 0;               // required: dtk-grade passes the manifest's
-  std::set<std::string> allowed_mpi;  // likewise
+  int test_seconds = 0;  // required: dtk-grade passes the manifest's
+  std::map<std::string, std::set<std::string>> allowed_mpi;  // likewise, by function
   std::vector<std::string> tests;
 };
 
@@ -59,8 +61,11 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--test-seconds" && has_value) {
       options.test_seconds = std::atoi(argv[++i]);
     } else if (arg == "--allowed-mpi" && has_value) {
-      std::istringstream calls(argv[++i]);
-      for (std::string call; std::getline(calls, call, ',');) options.allowed_mpi.insert(call);
+      const std::string rule = argv[++i];
+      const std::size_t equals = rule.find('=');
+      std::set<std::string>& calls = options.allowed_mpi[rule.substr(0, equals)];
+      std::istringstream list(equals == std::string::npos ? "" : rule.substr(equals + 1));
+      for (std::string call; std::getline(list, call, ',');) calls.insert(call);
     } else {
       options.tests.push_back(arg);
     }
@@ -160,6 +165,7 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   if (!mine) return;
 
   out.begin(id);
+  apply_rules_of(test.function);
   current_test = &out;
   in_test = 1;
   watchdog.arm();
@@ -175,6 +181,7 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   watchdog.disarm();
   in_test = 0;
   current_test = nullptr;
+  apply_rules_of("");
   out.end(id);
   MPI_Comm_free(&test_comm);
 }

@@ -1,6 +1,6 @@
 // The symbol audit of a compiled student file: which functions it defines, and which
-// forbidden calls (MPI outside the allowed collectives, escape hatches like dlsym or fork) each
-// graded function can reach.
+// forbidden calls (MPI and Communicator calls outside the allowed ones, escape hatches like
+// dlsym or fork) each graded function can reach.
 //
 // Student files are compiled with -ffunction-sections, so every function has its own section
 // and the relocations of a section name what that function calls or takes the address of. The
@@ -26,8 +26,9 @@ struct Audit {
 };
 
 struct AuditRules {
-  std::set<std::string> allowed_mpi;        // MPI_* a student file may call
-  std::set<std::string> forbidden_symbols;  // other symbols it may not use
+  std::set<std::string> allowed_mpi;           // MPI_* a student file may call itself
+  std::set<std::string> allowed_communicator;  // the Communicator's calls ("Send") it may make
+  std::set<std::string> forbidden_symbols;     // other symbols it may not use
 };
 
 // `readelf` is the output of readelf -SrsW on the object (run in the sandbox: the object is

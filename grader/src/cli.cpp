@@ -6,21 +6,23 @@
 namespace dtk::grade {
 
 const char* const kUsage =
-    "usage: dtk-grade SUBMISSION [--results FILE] [--public-only] [--timeout SECONDS]\n"
-    "                 [--autolab] [--seed N] [--manifest FILE] [--keep-scratch]\n"
-    "                 [--no-sandbox]\n"
+    "usage: dtk-grade SUBMISSION [--assignment 1|2] [--results FILE] [--public-only]\n"
+    "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
+    "                 [--keep-scratch] [--no-sandbox]\n"
     "\n"
     "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
-    "files (listed in starter/handin/assignment1.txt). Writes Gradescope's results.json and\n"
-    "prints a table.\n"
+    "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
+    "Gradescope's results.json and prints a table.\n"
     "\n"
+    "  --assignment N     grade assignment N: 1 (Parts 1-6, the default) or 2 (Parts 7-9)\n"
     "  --results FILE     where to write results.json (default: ./results.json)\n"
     "  --public-only      run only the cases that mirror the public tests\n"
     "  --timeout SECONDS  time limit of one group of tests (default: the\n"
     "                     manifest's timeouts.group_seconds)\n"
     "  --autolab          also print Autolab's scores as the last line of output\n"
     "  --seed N           the seed of the random test inputs (default: random; printed)\n"
-    "  --manifest FILE    parts, points and cases (default: the build's grader/data copy)\n"
+    "  --manifest FILE    parts, points and cases (default: the build's copy of\n"
+    "                     grader/manifests/assignment<N>.json); it names its assignment\n"
     "  --keep-scratch     keep the scratch directory (its path is printed)\n"
     "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
     "                     root): the submission can then read whatever you can, the\n"
@@ -70,6 +72,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 3600));
     } else if (arg == "--seed") {
       options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, 1LL << 62));
+    } else if (arg == "--assignment") {
+      options.assignment = static_cast<int>(parse_integer(arg, value(), 1, 2));
     } else if (arg == "--manifest") {
       options.manifest = value();
     } else if (!arg.empty() && arg[0] == '-') {

@@ -17,7 +17,8 @@ struct Options {
   bool no_sandbox = false;             // run the submission as the caller (required when not root)
   std::optional<int> timeout_seconds;  // per group of tests; default from the manifest
   std::optional<std::uint64_t> seed;   // default: a fresh random seed
-  std::string manifest;                // default: the manifest next to dtk-grade's data
+  std::optional<int> assignment;       // default: the manifest's, else 1
+  std::string manifest;                // default: the kit's manifest of the assignment
 };
 
 struct UsageError : std::runtime_error {

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <filesystem>
@@ -168,11 +169,15 @@ std::string flat_name(std::string file) {
   return file;
 }
 
-// Compiles to assembly (object.s), which is checked before it is assembled.
+// Compiles student file `file` to assembly (object.s), which is checked before it is assembled.
 std::vector<std::string> compile_command(const Toolchain& toolchain, const std::string& read_only,
-                                         const std::string& source, const std::string& object) {
+                                         const std::string& file, const std::string& source,
+                                         const std::string& object) {
   std::vector<std::string> argv = {toolchain.compiler};
   argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  const auto& optimized = toolchain.optimized_files;
+  if (std::find(optimized.begin(), optimized.end(), file) != optimized.end())
+    argv.insert(argv.end(), toolchain.optimized_flags.begin(), toolchain.optimized_flags.end());
   for (const std::string& define : toolchain.defines) argv.push_back("-D" + define);
   argv.push_back("-I" + read_only + "/include");
   if (!toolchain.pch.empty()) {
@@ -192,9 +197,10 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
 
 }  // namespace
 
-StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
-                              const Sandbox& sandbox, const std::string& scratch,
-                              const std::vector<std::string>& hidden, const CompileLimits& limits) {
+StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
+                              const Submission& submission, const Sandbox& sandbox,
+                              const std::string& scratch, const std::vector<std::string>& hidden,
+                              const CompileLimits& limits) {
   // The grader writes only into read-only/ (its own); the sandbox writes only into build/.
   const std::string read_only = scratch + "/read-only";
   const std::string src_dir = read_only + "/src/", objects_dir = read_only + "/objects/",
@@ -209,7 +215,7 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
 
   StudentBuild build;
   std::vector<std::size_t> to_compile;
-  for (const std::string& file : toolchain.student_files) {
+  for (const std::string& file : graded) {
     FileBuild entry;
     entry.file = file;
     entry.object = build_dir + flat_name(file) + ".o";
@@ -250,7 +256,7 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
   // One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
   auto compile = [&](const FileBuild& entry) -> std::string {
     const Outcome compiled =
-        tool(compile_command(toolchain, read_only, src_dir + entry.file, entry.object));
+        tool(compile_command(toolchain, read_only, entry.file, src_dir + entry.file, entry.object));
     if (compiled.timed_out) {
       return "the compiler took longer than " + std::to_string(limits.seconds) + " s\n";
     }
@@ -288,16 +294,19 @@ StudentBuild build_submission(const Toolchain& toolchain, const Submission& subm
   }
   for (std::thread& thread : compilers) thread.join();
 
-  // Everything not compiled from the submission links the starter's object.
+  // Everything not compiled from the submission links the starter's object, the other
+  // assignment's student files included.
   auto link = [&] {
     std::vector<std::string> argv = {toolchain.compiler, "-shared", "-o",
                                      build_dir + "libdtk_student.so"};
-    for (FileBuild& entry : build.files) {
-      if (entry.uses_student_code()) {
-        argv.push_back(entry.object);
+    for (const std::string& file : toolchain.student_files) {
+      const auto entry = std::find_if(build.files.begin(), build.files.end(),
+                                      [&](const FileBuild& built) { return built.file == file; });
+      if (entry != build.files.end() && entry->uses_student_code()) {
+        argv.push_back(entry->object);
       } else {
-        const std::string starter = objects_dir + flat_name(entry.file) + ".starter.o";
-        install_readable(toolchain.starter_objects.at(entry.file), starter);
+        const std::string starter = objects_dir + flat_name(file) + ".starter.o";
+        install_readable(toolchain.starter_objects.at(file), starter);
         argv.push_back(starter);
       }
     }

@@ -39,12 +39,14 @@ struct StudentBuild {
   std::string runner;  // <scratch>/read-only/bin/dtk-grade-runner, libdtk_student.so beside it
 };
 
-// Compiles in <scratch>/build (made here for the sandbox user); what the sandbox reads but must
-// not change (the student's sources, headers, the precompiled header, prebuilt objects, the
-// runner and the library) goes to <scratch>/read-only, readable by it even when the kit is not.
-// Throws std::runtime_error only when even the starter's objects cannot be linked (a broken kit).
-StudentBuild build_submission(const Toolchain& toolchain, const Submission& submission,
-                              const Sandbox& sandbox, const std::string& scratch,
-                              const std::vector<std::string>& hidden, const CompileLimits& limits);
+// Compiles the `graded` student files (one assignment's) in <scratch>/build (made here for the
+// sandbox user); what the sandbox reads but must not change (the student's sources, headers, the
+// precompiled header, prebuilt objects, the runner and the library) goes to <scratch>/read-only,
+// readable by it even when the kit is not. Throws std::runtime_error only when even the starter's
+// objects cannot be linked (a broken kit).
+StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
+                              const Submission& submission, const Sandbox& sandbox,
+                              const std::string& scratch, const std::vector<std::string>& hidden,
+                              const CompileLimits& limits);
 
 }  // namespace dtk::grade

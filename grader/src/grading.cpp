@@ -1,6 +1,7 @@
 #include "grading.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "judge.hpp"
 #include "sandbox.hpp"
 #include "scoring.hpp"
+#include "speed_bonus.hpp"
 #include "submission.hpp"
 #include "test_runs.hpp"
 
@@ -111,40 +113,62 @@ std::string build_status(const FileBuild& file) {
 }
 
 // Audits every compiled file (readelf in the sandbox, all files at once) against the graded
-// functions it holds.
+// functions of each part it holds, under that part's rules.
 std::map<std::string, Audit> audit_files(const Manifest& manifest, const StudentBuild& build,
                                          const Sandbox& sandbox, const std::string& work,
                                          const std::vector<std::string>& hidden) {
-  const AuditRules rules{manifest.allowed_mpi, manifest.forbidden_symbols};
   std::vector<std::future<std::pair<std::string, Audit>>> pending;
   for (const FileBuild& file : build.files) {
     if (file.status != FileBuild::Status::compiled) continue;
-    std::vector<std::string> functions;
-    for (const Part& part : manifest.parts) {
-      if (part.file == file.file)
-        functions.insert(functions.end(), part.functions.begin(), part.functions.end());
-    }
-    pending.push_back(std::async(std::launch::async, [&, functions, file] {
+    pending.push_back(std::async(std::launch::async, [&, file] {
       Command command;
       command.argv = {"readelf", "-SrsW", file.object};
       command.cwd = work;
       command.output_bytes = static_cast<std::size_t>(manifest.audit_output_mb) << 20;
       command.hidden_paths = hidden;
       const Outcome listing = sandbox.run(command);
+      Audit audit;
       if (listing.timed_out || listing.output_size > command.output_bytes) {
-        Audit too_large;
-        too_large.problem = "its object is too large to audit (readelf lists more than " +
-                            std::to_string(manifest.audit_output_mb) +
-                            " MB of sections, symbols and relocations; the reference's "
-                            "files list under 4 MB)";
-        return std::pair{file.file, too_large};
+        audit.problem = "its object is too large to audit (readelf lists more than " +
+                        std::to_string(manifest.audit_output_mb) +
+                        " MB of sections, symbols and relocations; the reference's "
+                        "files list under 4 MB)";
+        return std::pair{file.file, audit};
       }
-      return std::pair{file.file, audit_object(listing.output, functions, rules)};
+      // Every graded function of the file, so that a forbidden call none of them reaches is
+      // charged to them all; each part's functions under that part's rules.
+      std::vector<std::string> functions;
+      for (const Part& part : manifest.parts) {
+        if (part.file == file.file)
+          functions.insert(functions.end(), part.functions.begin(), part.functions.end());
+      }
+      for (const Part& part : manifest.parts) {
+        if (part.file != file.file) continue;
+        const AuditRules rules{part.allowed_mpi, part.allowed_communicator,
+                               manifest.forbidden_symbols};
+        Audit under_rules = audit_object(listing.output, functions, rules);
+        audit.defined = std::move(under_rules.defined);
+        audit.problem = std::move(under_rules.problem);
+        for (const std::string& function : part.functions) {
+          const auto calls = under_rules.forbidden.find(function);
+          if (calls != under_rules.forbidden.end()) audit.forbidden[function] = calls->second;
+        }
+      }
+      return std::pair{file.file, audit};
     }));
   }
   std::map<std::string, Audit> audits;
   for (auto& audit : pending) audits.insert(audit.get());
   return audits;
+}
+
+// The MPI calls each graded function's code may make, as the runner takes them.
+std::map<std::string, std::set<std::string>> allowed_mpi_by_function(const Manifest& manifest) {
+  std::map<std::string, std::set<std::string>> allowed;
+  for (const Part& part : manifest.parts) {
+    for (const std::string& function : part.functions) allowed[function] = part.allowed_mpi;
+  }
+  return allowed;
 }
 
 // Empties the sandbox user's directories of the scratch, as that user (links it planted lead
@@ -175,7 +199,7 @@ std::string cannot_run(const Planned& planned, const FileBuild& file, const Audi
   if (audit != nullptr && !defines_function(*audit, planned.test.function, planned.test.type)) {
     const std::string& type = planned.test.type;
     return path + " does not define dtk::" + planned.test.function +
-           (type.empty() ? "" : "<" + type + ">") +
+           (type.empty() ? "" : "<" + (type == "int32" ? "std::int32_t" : type) + ">") +
            " (keep the explicit instantiations at the end of the file).";
   }
   return "";
@@ -239,7 +263,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   reference.configs_dir = toolchain.configs_dir;
   reference.seed = grading.seed;
   reference.test_seconds = 60;
-  reference.allowed_mpi = manifest.allowed_mpi;
+  reference.allowed_mpi = allowed_mpi_by_function(manifest);
   reference.group_seconds = 300;
   int max_ranks = 1;
   for (const TestCase& test : all_tests) max_ranks = std::max(max_ranks, test.ranks());
@@ -247,14 +271,14 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       std::async(std::launch::async, [&] { return run_tests(reference, all_tests, max_ranks); });
 
   log << "Compiling the submission..." << std::endl;
-  const Submission submission =
-      read_submission(grading.options.submission, toolchain.student_files);
+  const std::vector<std::string>& graded_files = toolchain.assignment_files.at(manifest.assignment);
+  const Submission submission = read_submission(grading.options.submission, graded_files);
   for (const std::string& problem : submission.problems)
     summary += "Submission: " + problem + ".\n";
   const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
                                      manifest.compilers_at_once};
-  const StudentBuild build =
-      build_submission(toolchain, submission, *sandbox, scratch, hidden, compile_limits);
+  const StudentBuild build = build_submission(toolchain, graded_files, submission, *sandbox,
+                                              scratch, hidden, compile_limits);
   std::map<std::string, const FileBuild*> file_builds;
   for (const FileBuild& file : build.files) {
     file_builds[file.file] = &file;
@@ -283,18 +307,15 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   student.configs_dir = scratch + "/read-only/configs";
   student.seed = grading.seed;
   student.test_seconds = manifest.test_seconds;
-  student.allowed_mpi = manifest.allowed_mpi;
+  student.allowed_mpi = reference.allowed_mpi;
   student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
   student.hidden_paths = hidden;
   log << "Running " << runnable.size() << " tests..." << std::endl;
   const std::map<std::string, TestRun> actual = run_groups(student, runnable);
   const std::map<std::string, TestRun> expected = expected_future.get();
-  sandbox->sweep();  // ends whatever the submission left running
-  if (!grading.options.keep_scratch) remove_sandbox_files(*sandbox, scratch);
-  sandbox.reset();
 
-  // A forbidden call found by the audit or at run time costs its part.
-  std::map<int, std::set<std::string>> forbidden;
+  // A forbidden call found by the audit or at run time costs its part or its function.
+  ForbiddenCalls forbidden;
   std::map<std::string, CaseOutcome> outcomes;
   for (const Planned& planned : plan) {
     const std::string id = planned.test.id();
@@ -307,7 +328,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
     }
     outcome.actual = &actual.at(id);
     for (const std::string& call : forbidden_calls(*outcome.actual))
-      forbidden[planned.part->number].insert(call);
+      forbidden[planned.test.function].insert(call);
   }
   for (const Part& part : manifest.parts) {
     const auto audit = audits.find(part.file);
@@ -316,16 +337,42 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       const auto calls = audit->second.forbidden.find(function);
       if (calls == audit->second.forbidden.end()) continue;
       for (const std::string& call : calls->second) {
-        forbidden[part.number].insert(call + " (in the code of dtk::" + function + ")");
+        forbidden[function].insert(call + " (in the code of dtk::" + function + ")");
       }
     }
   }
-  for (const auto& [part, calls] : forbidden) summary += forbidden_text(manifest, part, calls);
+  for (const Part& part : manifest.parts) {
+    std::set<std::string> said;  // a part's calls are said once when they cost the part
+    for (const std::string& function : part.functions) {
+      const std::set<std::string> calls = forbidden_for(manifest, part, function, forbidden);
+      const std::string who = forbidden_cost(manifest, part, function);
+      if (!calls.empty() && said.insert(who).second)
+        summary += forbidden_text(manifest, part, who, calls);
+    }
+  }
 
   Report report;
   report.visibility = manifest.visibility;
   report.output = summary;
   score(manifest, outcomes, forbidden, report);
+
+  // The speed bonus, timed alone now that every other launch has ended.
+  if (!grading.options.public_only) {
+    Launcher timing = student;
+    timing.test_seconds = manifest.group_seconds;  // for the whole measurement
+    timing.group_seconds = 3 * manifest.group_seconds;
+    const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    for (const Part& part : manifest.parts) {
+      if (!part.speed_bonus) continue;
+      const std::vector<std::string> eligible = eligible_for_bonus(part, report);
+      if (!eligible.empty())
+        log << "Timing the speed bonus of Part " << part.number << "..." << std::endl;
+      score_speed_bonus(part, measure_speed(*part.speed_bonus, eligible, timing, cores), report);
+    }
+  }
+  sandbox->sweep();  // ends whatever the submission left running
+  if (!grading.options.keep_scratch) remove_sandbox_files(*sandbox, scratch);
+  sandbox.reset();
   if (grading.options.keep_scratch) {
     log << "Scratch directory kept: " << scratch << std::endl;
   } else {

@@ -2,6 +2,7 @@
 // README.md (Grading) for what it checks and how.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -14,14 +15,35 @@ namespace {
 
 using namespace dtk::grade;
 
-// Every part's file must be a student file: a typo there would silently grade nothing.
-void check_parts(const Manifest& manifest, const Toolchain& toolchain, const std::string& path) {
+// The manifest grades the assignment asked for, and every part's file is one of that
+// assignment's student files: a typo there would silently grade nothing.
+void check_manifest(const Manifest& manifest, const Toolchain& toolchain, const std::string& path,
+                    std::optional<int> assignment) {
+  if (assignment && *assignment != manifest.assignment) {
+    throw ManifestError(path + " grades assignment " + std::to_string(manifest.assignment) +
+                        ", not assignment " + std::to_string(*assignment) +
+                        " (--assignment): drop one of the two options");
+  }
+  const auto files = toolchain.assignment_files.find(manifest.assignment);
+  if (files == toolchain.assignment_files.end()) {
+    throw ManifestError(path + ": the kit has no assignment " +
+                        std::to_string(manifest.assignment));
+  }
+  const auto& optimized = toolchain.optimized_files;
   for (const Part& part : manifest.parts) {
+    if (part.speed_bonus &&
+        std::find(optimized.begin(), optimized.end(), part.file) == optimized.end()) {
+      throw ManifestError(path + ": part " + std::to_string(part.number) +
+                          " has a speed bonus, but the kit compiles " + part.file +
+                          " without optimization: add it to DTK_GRADE_OPTIMIZED_FILES in "
+                          "grader/CMakeLists.txt");
+    }
     bool known = false;
-    for (const std::string& file : toolchain.student_files) known |= file == part.file;
+    for (const std::string& file : files->second) known |= file == part.file;
     if (!known) {
       throw ManifestError(path + ": part " + std::to_string(part.number) + "'s file \"" +
-                          part.file + "\" is not a student file");
+                          part.file + "\" is not a student file of assignment " +
+                          std::to_string(manifest.assignment));
     }
   }
 }
@@ -61,10 +83,12 @@ int run(int argc, char** argv) {
   grading.options = *options;
   try {
     grading.toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
-    const std::string manifest =
-        options->manifest.empty() ? grading.toolchain.manifest : options->manifest;
+    const std::string manifest = options->manifest.empty()
+                                     ? grading.toolchain.manifest(options->assignment.value_or(1))
+                                     : options->manifest;
     grading.manifest = load_manifest(manifest);
-    check_parts(grading.manifest, grading.toolchain, manifest);
+    check_manifest(grading.manifest, grading.toolchain, manifest,
+                   options->manifest.empty() ? std::nullopt : options->assignment);
   } catch (const std::exception& error) {
     return internal_error(error.what());
   }

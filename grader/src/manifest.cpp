@@ -156,6 +156,47 @@ void read_tests(const json& entries, const std::string& where, Part& part) {
   }
 }
 
+std::set<std::string> string_set(const Reader& reader, const std::string& key) {
+  const std::vector<std::string> list = reader.strings(key);
+  return {list.begin(), list.end()};
+}
+
+SpeedBonus read_speed_bonus(const json& object, const std::string& where, const Part& part) {
+  const Reader r(
+      object, where,
+      {"functions", "bytes", "ranks", "repetitions", "max_spread", "tiers", "leaderboard"});
+  SpeedBonus bonus;
+  bonus.functions = r.strings("functions");
+  if (bonus.functions.empty()) r.fail("\"functions\" must list the functions timed");
+  for (const std::string& function : bonus.functions) {
+    const CheckInfo* check = find_check(function);
+    if (check == nullptr || check->timed_against.empty())
+      r.fail("\"" + function + "\" cannot be timed (only functions with an MPI counterpart)");
+    bool graded = false;
+    for (const std::string& f : part.functions) graded |= f == function;
+    if (!graded) r.fail("\"" + function + "\" is not one of this part's functions");
+  }
+  bonus.bytes = static_cast<std::size_t>(r.required_positive("bytes"));
+  bonus.ranks = r.required_positive("ranks");
+  if (bonus.ranks < 2) r.fail("\"ranks\" must be at least 2");
+  bonus.repetitions = r.required_positive("repetitions");
+  bonus.max_spread = r.required<double>("max_spread");
+  if (!(bonus.max_spread > 0)) r.fail("\"max_spread\" must be a number > 0");
+  const json& tiers = r.get("tiers");
+  if (!tiers.is_array() || tiers.empty()) r.fail("\"tiers\" must be a non-empty list");
+  for (std::size_t i = 0; i < tiers.size(); ++i) {
+    const Reader t(tiers[i], where + ", tiers[" + std::to_string(i) + "]", {"within", "points"});
+    SpeedTier tier{t.required<double>("within"), t.required<double>("points")};
+    if (!(tier.within >= 1)) t.fail("\"within\" must be a time ratio >= 1");
+    if (!(tier.points > 0)) t.fail("\"points\" must be > 0");
+    if (!bonus.tiers.empty() && !(tier.within > bonus.tiers.back().within))
+      t.fail("tiers must be listed best first (\"within\" increasing)");
+    bonus.tiers.push_back(tier);
+  }
+  bonus.leaderboard = r.required<bool>("leaderboard");
+  return bonus;
+}
+
 }  // namespace
 
 Manifest load_manifest(const std::string& path) {
@@ -168,9 +209,11 @@ Manifest load_manifest(const std::string& path) {
     throw ManifestError(path + ": not valid JSON: " + error.what());
   }
   const Reader top(root, path,
-                   {"about", "max_ranks", "timeouts", "limits", "tolerances", "visibility",
-                    "allowed_mpi", "forbidden_symbols", "parts"});
+                   {"about", "assignment", "max_ranks", "timeouts", "limits", "tolerances",
+                    "visibility", "allowed_mpi", "allowed_communicator", "forbidden_symbols",
+                    "forbidden_call_costs", "parts"});
   Manifest manifest;
+  manifest.assignment = top.required_positive("assignment");
   manifest.max_ranks = top.required_positive("max_ranks");
   manifest.visibility = top.required<std::string>("visibility");
   const std::set<std::string> visibilities = {"visible", "hidden", "after_due_date",
@@ -201,10 +244,14 @@ Manifest load_manifest(const std::string& path) {
   manifest.real_rtol = tol.required_fraction("real");
   // An empty list is a choice; a missing one is a mistake.
   top.get("allowed_mpi");
+  top.get("allowed_communicator");
   top.get("forbidden_symbols");
-  for (const std::string& call : top.strings("allowed_mpi")) manifest.allowed_mpi.insert(call);
-  for (const std::string& s : top.strings("forbidden_symbols"))
-    manifest.forbidden_symbols.insert(s);
+  const std::set<std::string> allowed_mpi = string_set(top, "allowed_mpi");
+  const std::set<std::string> allowed_communicator = string_set(top, "allowed_communicator");
+  manifest.forbidden_symbols = string_set(top, "forbidden_symbols");
+  manifest.forbidden_call_costs = top.required<std::string>("forbidden_call_costs");
+  if (manifest.forbidden_call_costs != "part" && manifest.forbidden_call_costs != "function")
+    top.fail("\"forbidden_call_costs\" must be \"part\" or \"function\"");
 
   const json& parts = top.get("parts");
   if (!parts.is_array() || parts.empty()) top.fail("\"parts\" must be a non-empty list");
@@ -212,7 +259,8 @@ Manifest load_manifest(const std::string& path) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string where = path + ", parts[" + std::to_string(i) + "]";
     const Reader p(parts[i], where,
-                   {"part", "title", "points", "file", "optional", "enabled", "tests"});
+                   {"part", "title", "points", "file", "optional", "enabled", "tests",
+                    "allowed_mpi", "allowed_communicator", "speed_bonus"});
     Part part;
     part.number = p.positive("part", 0);
     if (!numbers.insert(part.number).second)
@@ -223,6 +271,12 @@ Manifest load_manifest(const std::string& path) {
     part.file = p.value<std::string>("file", "");
     part.optional = p.value<bool>("optional", false);
     read_tests(p.get("tests"), where, part);
+    part.allowed_mpi = p.has("allowed_mpi") ? string_set(p, "allowed_mpi") : allowed_mpi;
+    part.allowed_communicator = p.has("allowed_communicator")
+                                    ? string_set(p, "allowed_communicator")
+                                    : allowed_communicator;
+    if (p.has("speed_bonus"))
+      part.speed_bonus = read_speed_bonus(p.get("speed_bonus"), where + ", speed_bonus", part);
     if (p.value<bool>("enabled", true)) manifest.parts.push_back(std::move(part));
   }
   return manifest;

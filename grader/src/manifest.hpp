@@ -2,6 +2,7 @@
 // edit it; dtk-grade validates it and says exactly what is wrong.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,23 @@ struct RubricItem {
   bool whole_result = true;
 };
 
+// Extra points for collectives of one's own as fast as MPI's: each function is timed against
+// its MPI counterpart (CheckInfo::timed_against) in one launch on `ranks` ranks, alternating
+// the two, and earns the points of the first tier its median time ratio is within.
+struct SpeedTier {
+  double within = 0;  // time / MPI's time at most this
+  double points = 0;
+};
+struct SpeedBonus {
+  std::vector<std::string> functions;
+  std::size_t bytes = 0;  // message size timed
+  int ranks = 0;          // never more than the machine's cores: else it is not measured
+  int repetitions = 0;    // pairs of timings, after one warm-up pair
+  double max_spread = 0;  // (slowest - fastest) / median of the pairs' ratios, or measured again
+  std::vector<SpeedTier> tiers;  // best first
+  bool leaderboard = false;      // the ratios go to results.json's leaderboard
+};
+
 struct Part {
   int number = 0;
   std::string title;
@@ -41,10 +59,15 @@ struct Part {
   std::vector<std::string> functions;  // the student functions its tests check
   std::vector<PlannedTest> tests;      // every case any of its items is checked on, run once
   std::vector<RubricItem> rubric;
+  // The rules of its code, its own or else the manifest's: the MPI functions it may call
+  // itself, and the Communicator's calls it may make ("Allreduce", "Send", ...).
+  std::set<std::string> allowed_mpi, allowed_communicator;
+  std::optional<SpeedBonus> speed_bonus;
 };
 
 // Every limit and rule is the manifest's: each key is required, the C++ holds no default.
 struct Manifest {
+  int assignment = 0;  // whose student files are graded (starter/handin/assignment<N>.txt)
   int max_ranks = 0;
   int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
   int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
@@ -53,8 +76,10 @@ struct Manifest {
   int compiler_address_space_mb = 0, compilers_at_once = 0, audit_output_mb = 0;
   double float_rtol = 0, double_rtol = 0, real_rtol = 0;
   std::string visibility;
-  std::set<std::string> allowed_mpi;
   std::set<std::string> forbidden_symbols;
+  // What a forbidden call costs: "part" (all of the part's points) or "function" (the points
+  // of the function whose code makes it).
+  std::string forbidden_call_costs;
   std::vector<Part> parts;  // enabled parts only, in manifest order
 };
 

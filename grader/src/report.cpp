@@ -48,10 +48,20 @@ void write_results_json(const Report& report, const std::string& path) {
                      {"output", shown_text(test.output)},
                      {"visibility", report.visibility}});
   }
-  const nlohmann::json results = {
-      {"score", rounded(report.score())},    {"execution_time", rounded(report.execution_time)},
-      {"output", shown_text(report.output)}, {"visibility", report.visibility},
-      {"stdout_visibility", "hidden"},       {"tests", tests}};
+  nlohmann::json results = {{"score", rounded(report.score() + report.bonus)},
+                            {"execution_time", rounded(report.execution_time)},
+                            {"output", shown_text(report.output)},
+                            {"visibility", report.visibility},
+                            {"stdout_visibility", "hidden"},
+                            {"tests", tests}};
+  if (!report.leaderboard.empty()) {
+    nlohmann::json board = nlohmann::json::array();
+    for (const LeaderboardEntry& entry : report.leaderboard) {
+      board.push_back(
+          {{"name", shown_name(entry.name)}, {"value", rounded(entry.value)}, {"order", "asc"}});
+    }
+    results["leaderboard"] = board;
+  }
   std::ofstream file(path, std::ios::trunc);
   // Every text is valid UTF-8 by now; replacing what is not anyway means dump() cannot throw.
   file << results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -94,15 +104,20 @@ void print_table(const Report& report, std::ostream& out) {
   std::snprintf(line, sizeof line, " %7s / %-6s\n", fixed(report.score()).c_str(),
                 fixed(report.max_score()).c_str());
   out << "Total  " << std::string(width, ' ') << line;
+  if (report.bonus > 0) {
+    std::snprintf(line, sizeof line, " %7s\n", ("+" + fixed(report.bonus)).c_str());
+    out << "Bonus  " << std::string(width, ' ') << line;
+  }
 }
 
 std::string autolab_line(const Report& report) {
   nlohmann::json scores = nlohmann::json::object();
-  nlohmann::json scoreboard = {rounded(report.score())};
+  nlohmann::json scoreboard = {rounded(report.score() + report.bonus)};
   for (const PartResult& part : report.parts) {
     scores["Part " + std::to_string(part.number)] = rounded(part.score);
     scoreboard.push_back(rounded(part.score));
   }
+  if (report.bonus > 0) scores["Bonus"] = rounded(report.bonus);
   return nlohmann::json({{"scores", scores}, {"scoreboard", scoreboard}}).dump();
 }
 

@@ -21,18 +21,26 @@ struct PartResult {
   int passed = 0, total = 0;
 };
 
+struct LeaderboardEntry {
+  std::string name;
+  double value = 0;  // lower is better
+};
+
 struct Report {
   std::vector<TestResult> tests;
   std::vector<PartResult> parts;
+  double bonus = 0;  // extra points, beyond the parts' (speed bonuses)
+  std::vector<LeaderboardEntry> leaderboard;
   std::string output;  // the summary shown above the tests
   std::string visibility;
   double execution_time = 0;
 
-  double score() const;
+  double score() const;  // the parts', bonus not included
   double max_score() const;
 };
 
-// Gradescope's format (score, execution_time, output, visibility, tests[]), every text valid
+// Gradescope's format (score with the bonus, execution_time, output, visibility, tests[], and
+// leaderboard when there is one), every text valid
 // UTF-8 with control characters other than newlines and tabs escaped. Throws
 // std::runtime_error when the file cannot be written.
 void write_results_json(const Report& report, const std::string& path);

@@ -18,14 +18,32 @@ std::string listed_or_none(const std::set<std::string>& names) {
 
 }  // namespace
 
-std::string forbidden_text(const Manifest& manifest, int part, const std::set<std::string>& calls) {
-  std::string text = "Part " + std::to_string(part) +
-                     " gets no points: student code may call only these MPI functions: " +
-                     listed_or_none(manifest.allowed_mpi) +
-                     "; and none of these: " + listed_or_none(manifest.forbidden_symbols) +
-                     ". Its code calls:\n";
+std::string forbidden_text(const Manifest& manifest, const Part& part, const std::string& who,
+                           const std::set<std::string>& calls) {
+  std::string text =
+      who + " gets no points: the code of Part " + std::to_string(part.number) +
+      " may call only these MPI functions: " + listed_or_none(part.allowed_mpi) +
+      "; only these calls of the Communicator: " + listed_or_none(part.allowed_communicator) +
+      "; and none of these: " + listed_or_none(manifest.forbidden_symbols) + ". Its code calls:\n";
   for (const std::string& call : calls) text += "  " + call + "\n";
   return text;
+}
+
+std::set<std::string> forbidden_for(const Manifest& manifest, const Part& part,
+                                    const std::string& function, const ForbiddenCalls& forbidden) {
+  std::set<std::string> calls;
+  for (const std::string& f : part.functions) {
+    if (manifest.forbidden_call_costs == "function" && f != function) continue;
+    const auto found = forbidden.find(f);
+    if (found != forbidden.end()) calls.insert(found->second.begin(), found->second.end());
+  }
+  return calls;
+}
+
+std::string forbidden_cost(const Manifest& manifest, const Part& part,
+                           const std::string& function) {
+  return manifest.forbidden_call_costs == "function" ? "dtk::" + function
+                                                     : "Part " + std::to_string(part.number);
 }
 
 namespace {
@@ -81,7 +99,7 @@ std::string failure_text(const ItemJudgement& judgement) {
 }  // namespace
 
 void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& cases,
-           const std::map<int, std::set<std::string>>& forbidden, Report& report) {
+           const ForbiddenCalls& forbidden, Report& report) {
   for (const Part& part : manifest.parts) {
     PartResult part_result{
         part.number, part.title + (part.optional ? " (optional)" : ""), 0, 0, 0, 0};
@@ -101,9 +119,10 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
       result.number = std::to_string(part.number) + "." + std::to_string(part_result.total + 1);
       result.max_score = part.points * item->weight / weights;
       const bool right = judgement.failed.empty();
-      const auto calls = forbidden.find(part.number);
-      if (calls != forbidden.end()) {
-        result.output = forbidden_text(manifest, part.number, calls->second);
+      const std::set<std::string> calls = forbidden_for(manifest, part, item->function, forbidden);
+      if (!calls.empty()) {
+        result.output =
+            forbidden_text(manifest, part, forbidden_cost(manifest, part, item->function), calls);
         if (right) result.output += "The result of this item itself is right.\n";
       } else if (right) {
         result.score = result.max_score;

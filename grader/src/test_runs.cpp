@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -35,10 +36,11 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
   argv.insert(argv.end(), {launcher.runner, "--seed", std::to_string(launcher.seed), "--out",
                            out_dir, "--configs", launcher.configs_dir, "--work", out_dir,
                            "--test-seconds", std::to_string(launcher.test_seconds)});
-  std::string allowed;  // "MPI_Allreduce,MPI_Allgather,..."
-  for (const std::string& call : launcher.allowed_mpi)
-    allowed += (allowed.empty() ? "" : ",") + call;
-  argv.insert(argv.end(), {"--allowed-mpi", allowed});
+  for (const auto& [function, calls] : launcher.allowed_mpi) {
+    std::string rule = function + "=";  // "get_info=MPI_Allreduce,MPI_Allgather,..."
+    for (const std::string& call : calls) rule += (rule.back() == '=' ? "" : ",") + call;
+    argv.insert(argv.end(), {"--allowed-mpi", rule});
+  }
   for (const TestCase& test : tests) argv.push_back(test.id());
   return argv;
 }
@@ -115,9 +117,12 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
                                          const std::vector<TestCase>& tests, int ranks) {
   std::map<std::string, TestRun> runs;
   std::vector<TestCase> remaining = tests;
-  for (int launch = 0; !remaining.empty(); ++launch) {
+  // Launches are numbered across calls: a second run_tests on as many ranks (the speed bonus)
+  // needs directories of its own.
+  static std::atomic<int> launches{0};
+  while (!remaining.empty()) {
     const std::string out_dir =
-        launcher.runs_dir + "/r" + std::to_string(ranks) + "-launch" + std::to_string(launch);
+        launcher.runs_dir + "/r" + std::to_string(ranks) + "-launch" + std::to_string(launches++);
     if (launcher.sandboxed) {
       launcher.sandbox->make_directory(out_dir);  // runs_dir is the grader's: a fresh directory
     } else {

@@ -38,6 +38,10 @@ Toolchain load_toolchain(const std::string& data_dir) {
     toolchain.dtk_include_dir = json.at("dtk_include_dir").get<std::string>();
     toolchain.pch = json.at("pch").get<std::string>();
     toolchain.student_files = json.at("student_files").get<std::vector<std::string>>();
+    toolchain.optimized_files = json.at("optimized_files").get<std::vector<std::string>>();
+    toolchain.optimized_flags = json.at("optimized_flags").get<std::vector<std::string>>();
+    for (const auto& [assignment, files] : json.at("assignments").items())
+      toolchain.assignment_files[std::stoi(assignment)] = files.get<std::vector<std::string>>();
     toolchain.starter_dir = json.at("starter_dir").get<std::string>();
     toolchain.reference_dir = json.at("reference_dir").get<std::string>();
     const auto starter = json.at("starter_objects").get<std::vector<std::string>>();
@@ -56,7 +60,7 @@ Toolchain load_toolchain(const std::string& data_dir) {
     throw std::runtime_error(path + " is malformed (" + error.what() + "): rebuild the kit");
   }
   toolchain.configs_dir = data_dir + "/configs";
-  toolchain.manifest = data_dir + "/manifest.json";
+  toolchain.manifests_dir = data_dir + "/manifests";
   for (const auto& [file_name, object] : toolchain.starter_objects) {
     if (!std::filesystem::exists(object) || !std::filesystem::exists(toolchain.runner)) {
       throw std::runtime_error(
@@ -65,6 +69,10 @@ Toolchain load_toolchain(const std::string& data_dir) {
     }
   }
   return toolchain;
+}
+
+std::string Toolchain::manifest(int assignment) const {
+  return manifests_dir + "/assignment" + std::to_string(assignment) + ".json";
 }
 
 }  // namespace dtk::grade

@@ -20,7 +20,9 @@ std::string sample() {
   return text.str();
 }
 
-const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"}, {"fork", "dlsym"}};
+const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"},
+                       {"Allreduce", "Allgather", "Send", "Recv", "Sendrecv"},
+                       {"fork", "dlsym"}};
 const std::vector<std::string> graded = {"get_info", "split_train", "naive_collect_forward_input"};
 
 }  // namespace
@@ -40,6 +42,18 @@ TEST_CASE("the rules decide: an allowed call is not charged", "[audit]") {
   strict.allowed_mpi.erase("MPI_Allreduce");
   CHECK(audit_object(sample(), graded, strict).forbidden.at("naive_collect_forward_input") ==
         std::set<std::string>{"MPI_Allreduce"});
+}
+
+TEST_CASE("a Communicator call counts as a call of its own, ruled by allowed_communicator",
+          "[audit]") {
+  std::vector<std::string> own = graded;
+  own.insert(own.end(), {"my_allgather", "my_allreduce"});
+  CHECK(audit_object(sample(), own, rules).forbidden.count("my_allreduce") == 0);
+  AuditRules point_to_point = rules;
+  point_to_point.allowed_communicator = {"Send", "Recv", "Sendrecv"};
+  const Audit audit = audit_object(sample(), own, point_to_point);
+  CHECK(audit.forbidden.count("my_allgather") == 0);
+  CHECK(audit.forbidden.at("my_allreduce") == std::set<std::string>{"Communicator::Allreduce"});
 }
 
 TEST_CASE("the audit lists the functions an object defines", "[audit]") {

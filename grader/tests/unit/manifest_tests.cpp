@@ -17,8 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-json kit_manifest() {
-  std::ifstream file(DTK_KIT_MANIFEST);
+json kit_manifest(const char* path = DTK_KIT_MANIFEST) {
+  std::ifstream file(path);
   REQUIRE(file);
   return json::parse(file);
 }
@@ -47,10 +47,12 @@ TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[mani
   CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
   CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
   CHECK(manifest.float_rtol == source["tolerances"]["float"].get<double>());
-  CHECK(manifest.allowed_mpi.count("MPI_Allreduce") == 1);
-  CHECK(manifest.allowed_mpi.count("MPI_Bcast") == 0);
-  CHECK(manifest.forbidden_symbols.count("fork") == 1);
+  CHECK(manifest.assignment == 1);
+  CHECK(manifest.forbidden_call_costs == "part");
   REQUIRE_FALSE(manifest.parts.empty());
+  CHECK(manifest.parts.front().allowed_mpi.count("MPI_Allreduce") == 1);
+  CHECK(manifest.parts.front().allowed_mpi.count("MPI_Bcast") == 0);
+  CHECK(manifest.forbidden_symbols.count("fork") == 1);
   CHECK(manifest.parts.front().number == source["parts"][0]["part"].get<int>());
   CHECK_FALSE(manifest.parts.front().tests.empty());
 }
@@ -61,7 +63,42 @@ TEST_CASE("a limit changed in the manifest is the limit used", "[manifest]") {
   changed["allowed_mpi"].push_back("MPI_Bcast");
   const Manifest manifest = load_json(changed);
   CHECK(manifest.test_seconds == 7);
-  CHECK(manifest.allowed_mpi.count("MPI_Bcast") == 1);
+  CHECK(manifest.parts.front().allowed_mpi.count("MPI_Bcast") == 1);
+}
+
+TEST_CASE("assignment 2's manifest: Part 7's own rules and its speed bonus", "[manifest]") {
+  const Manifest manifest = load_manifest(DTK_KIT_MANIFEST_2);
+  CHECK(manifest.assignment == 2);
+  CHECK(manifest.forbidden_call_costs == "function");
+  REQUIRE(manifest.parts.size() >= 1);
+  const Part& part7 = manifest.parts.front();
+  CHECK(part7.number == 7);
+  CHECK(part7.allowed_communicator == std::set<std::string>{"Send", "Recv", "Sendrecv"});
+  REQUIRE(part7.speed_bonus);
+  CHECK(part7.speed_bonus->functions == std::vector<std::string>{"my_allreduce", "my_alltoall"});
+  CHECK(part7.speed_bonus->ranks == 2);
+  REQUIRE(part7.speed_bonus->tiers.size() == 2);
+  CHECK(part7.speed_bonus->tiers[0].within < part7.speed_bonus->tiers[1].within);
+  double points = 0;  // Part 7's functions: 12, 6, 6 and 6 of its 30 points
+  for (const RubricItem& item : part7.rubric)
+    points += item.function == "my_allreduce" ? item.weight : 0;
+  CHECK(points == 12);
+}
+
+TEST_CASE("a speed bonus is checked like the rest", "[manifest]") {
+  json manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest["parts"][0]["speed_bonus"]["functions"] = {"my_allgather"};
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"my_allgather\" cannot be timed"));
+  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  std::swap(manifest["parts"][0]["speed_bonus"]["tiers"][0],
+            manifest["parts"][0]["speed_bonus"]["tiers"][1]);
+  CHECK_THROWS_WITH(load_json(manifest), Contains("best first"));
+  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest["parts"][0]["speed_bonus"]["ranks"] = 1;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"ranks\" must be at least 2"));
+  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest["forbidden_call_costs"] = "test";
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"forbidden_call_costs\" must be"));
 }
 
 TEST_CASE("every limit is required: the C++ holds no default", "[manifest]") {
@@ -71,9 +108,12 @@ TEST_CASE("every limit is required: the C++ holds no default", "[manifest]") {
   manifest = kit_manifest();
   manifest.erase("limits");
   CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"limits\""));
-  manifest = kit_manifest();
-  manifest.erase("allowed_mpi");
-  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"allowed_mpi\""));
+  for (const char* rule :
+       {"allowed_mpi", "allowed_communicator", "forbidden_call_costs", "assignment"}) {
+    manifest = kit_manifest();
+    manifest.erase(rule);
+    CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"" + std::string(rule) + "\""));
+  }
 }
 
 TEST_CASE("a disabled part is left out", "[manifest]") {

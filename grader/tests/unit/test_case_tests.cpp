@@ -6,6 +6,7 @@
 #include "test_case.hpp"
 
 using namespace dtk::grade;
+using Catch::Matchers::Contains;
 
 TEST_CASE("a layout case parses into its grid and type, and prints back the same", "[test_case]") {
   const TestCase test = parse_test_case("naive_collect_forward_input", "mp=4 dp=2 float");
@@ -31,7 +32,6 @@ TEST_CASE("config and budget cases keep their text", "[test_case]") {
 }
 
 TEST_CASE("a bad case is refused with a message naming it", "[test_case]") {
-  using Catch::Matchers::Contains;
   CHECK_THROWS_WITH(parse_test_case("no_such_function", "mp=1 dp=1"), Contains("no_such_function"));
   CHECK_THROWS_AS(parse_test_case("split_train", "mp=2 dp=2"), std::invalid_argument);  // no type
   CHECK_THROWS_WITH(parse_test_case("split_train", "mp=0 dp=2 float"), Contains("mp=0"));
@@ -41,4 +41,26 @@ TEST_CASE("a bad case is refused with a message naming it", "[test_case]") {
   CHECK_THROWS_AS(parse_test_case("get_optimal_N_D", "lots"), std::invalid_argument);
   CHECK_THROWS_AS(parse_test_case("model_training_cost_analysis", "../etc/passwd"),
                   std::invalid_argument);
+}
+
+TEST_CASE("a buffer case parses into ranks, count, type and op, and prints back the same",
+          "[test_case]") {
+  const TestCase test = parse_test_case("my_allreduce", "count=13 p=4 int32 max");
+  CHECK(test.p == 4);
+  CHECK(test.count == 13);
+  CHECK(test.type == "int32");
+  CHECK(test.op == "max");
+  CHECK(test.ranks() == 4);
+  CHECK(test.id() == "my_allreduce p=4 count=13 int32 max");
+  CHECK(parse_test_id(test.id()).id() == test.id());
+  CHECK(parse_test_case("my_alltoall", "p=2 count=0 float").op.empty());
+}
+
+TEST_CASE("a bad buffer case is refused with a message naming it", "[test_case]") {
+  CHECK_THROWS_WITH(parse_test_case("my_allreduce", "p=4 count=13 float"), Contains("no op"));
+  CHECK_THROWS_WITH(parse_test_case("my_alltoall", "p=4 count=13 float sum"), Contains("sum"));
+  CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=4 float"), Contains("count=N"));
+  CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=0 count=1 float"), Contains("p=0"));
+  CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=2 count=-1 float"), Contains("count=-1"));
+  CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=2 count=3"), Contains("neither"));
 }

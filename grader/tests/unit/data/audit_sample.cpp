@@ -1,5 +1,12 @@
+// The object behind audit_sample.readelf, the audit's unit-test input. After a change here:
+//   g++ -std=gnu++17 -O0 -fPIC -ffunction-sections -DOMPI_SKIP_MPICXX -I../../../../starter/include \
+//       $(mpicxx --showme:compile) -c audit_sample.cpp -o /tmp/audit_sample.o &&
+//   readelf -SrsW /tmp/audit_sample.o > audit_sample.readelf
+#include <dtk/communicator.hpp>
 #include <mpi.h>
 #include <unistd.h>
+
+#include <vector>
 namespace dtk {
 namespace {
 int helper() { return fork(); }
@@ -14,4 +21,7 @@ int naive_collect_forward_input(int x) {
   MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   return y;
 }
+// Collectives of one's own: point-to-point calls, and one collective through the Communicator.
+void my_allgather(std::vector<float>& v, Communicator& comm) { comm.Sendrecv(v, 1, v, 0); }
+void my_allreduce(std::vector<float>& v, Communicator& comm) { comm.Allreduce(v, v); }
 }  // namespace dtk

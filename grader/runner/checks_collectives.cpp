@@ -1,0 +1,351 @@
+// Part 7 (assignment 2): the collectives students build from point-to-point messages. A check
+// runs on the test's p ranks, every rank building every rank's src from the seed, so that each
+// can record what known mistakes would give. Values that are moved say where they come from;
+// values that are reduced are drawn from the seed, so that sum, min and max all differ.
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <type_traits>
+
+#include <xtensor/xview.hpp>
+
+#include "check_context.hpp"
+
+namespace dtk::grade {
+
+namespace {
+
+MPI_Op mpi_op(const std::string& op) {
+  if (op == "min") return MPI_MIN;
+  if (op == "max") return MPI_MAX;
+  return MPI_SUM;
+}
+
+// Rank r's src of `size` elements: element j of block b (blocks of `block` elements) is
+// 10000 r + 1000 b + j, so that a value read in the feedback names its rank and block.
+template <class T>
+xt::xtensor<T, 1> numbered_src(int r, std::size_t size, std::size_t block) {
+  auto src = xt::xtensor<T, 1>::from_shape({size});
+  for (std::size_t i = 0; i < size; ++i) {
+    const std::size_t b = block == 0 ? 0 : i / block, j = block == 0 ? i : i % block;
+    src(i) = static_cast<T>(10000 * r + 1000 * b + j);
+  }
+  return src;
+}
+
+// Rank r's src of `size` elements, random: three decimals in [-1, 1], or integers in
+// [-999, 999] for int32.
+template <class T>
+xt::xtensor<T, 1> random_src(const CheckContext& context, int r, std::size_t size) {
+  Rng rng = context.rng("src of rank " + std::to_string(r));
+  auto src = xt::xtensor<T, 1>::from_shape({size});
+  for (T& value : src) {
+    value = std::is_integral_v<T> ? static_cast<T>(rng.uniform_int(-999, 999))
+                                  : static_cast<T>(rng.value());
+  }
+  return src;
+}
+
+template <class T>
+std::vector<xt::xtensor<T, 1>> random_srcs(const CheckContext& context, int p, std::size_t size) {
+  std::vector<xt::xtensor<T, 1>> srcs;
+  for (int r = 0; r < p; ++r) srcs.push_back(random_src<T>(context, r, size));
+  return srcs;
+}
+
+// Element-wise `op` over all srcs, in rank order.
+template <class T>
+xt::xtensor<T, 1> reduced(const std::vector<xt::xtensor<T, 1>>& srcs, const std::string& op) {
+  xt::xtensor<T, 1> result = srcs.front();
+  for (std::size_t r = 1; r < srcs.size(); ++r) {
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      const T v = srcs[r](i);
+      result(i) = op == "min"   ? std::min(result(i), v)
+                  : op == "max" ? std::max(result(i), v)
+                                : result(i) + v;
+    }
+  }
+  return result;
+}
+
+// Block b (of `block` elements) of v.
+template <class T>
+xt::xtensor<T, 1> block_of(const xt::xtensor<T, 1>& v, std::size_t b, std::size_t block) {
+  xt::xtensor<T, 1> out = xt::xtensor<T, 1>::from_shape({block});
+  std::copy_n(v.begin() + b * block, block, out.begin());
+  return out;
+}
+
+// blocks[0], blocks[1], ... one after another.
+template <class T>
+xt::xtensor<T, 1> concatenated(const std::vector<xt::xtensor<T, 1>>& blocks) {
+  std::size_t size = 0;
+  for (const auto& b : blocks) size += b.size();
+  auto out = xt::xtensor<T, 1>::from_shape({size});
+  auto at = out.begin();
+  for (const auto& b : blocks) at = std::copy(b.begin(), b.end(), at);
+  return out;
+}
+
+// The student's call, with the bytes it moved summed over the ranks: a collective of one's own
+// may share the sending unevenly between ranks (a tree, say), but not move less in total.
+template <class Call>
+void call_counting_bytes(CheckContext& context, Call&& student_call) {
+  Communicator& comm = context.world;
+  const std::uint64_t before = comm.total_bytes_transferred();
+  student_call();
+  unsigned long long mine = comm.total_bytes_transferred() - before, total = 0;
+  MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.handle());
+  context.out.moved(total);
+}
+
+// A known mistake: what `dst` would be after it.
+template <class T>
+struct Wrong {
+  std::string mistake;
+  xt::xtensor<T, 1> dst;
+};
+
+// Buffers up to this size are recorded whole; larger ones (megabytes) by windows, so that a
+// launch's records stay small.
+constexpr std::size_t kRecordedWhole = 4096;
+
+// The windows of a buffer of n elements that are recorded: around each of p + 1 evenly spaced
+// boundaries (where chunks and blocks begin, and where off-by-one mistakes show) and a strided
+// sample in between.
+std::set<std::pair<std::size_t, std::size_t>> windows(std::size_t n, std::size_t p) {
+  if (n <= kRecordedWhole) return {{0, n}};
+  std::set<std::pair<std::size_t, std::size_t>> found;
+  const std::size_t around = 8, samples = 32, width = 4;
+  for (std::size_t k = 0; k <= p; ++k) {
+    const std::size_t at = k * n / p;
+    found.insert({at > around ? at - around : 0, std::min(n, at + around)});
+  }
+  for (std::size_t k = 0; k < samples; ++k) {
+    const std::size_t at = k * n / samples + n / (2 * samples);
+    found.insert({at, std::min(n, at + width)});
+  }
+  return found;
+}
+
+// Records dst (whole, or as windows "dst[i..j]" of elements i to j - 1) and what the known
+// mistakes would give in its place.
+template <class T>
+void record_result(CheckContext& context, const xt::xtensor<T, 1>& dst,
+                   const std::vector<Wrong<T>>& mistakes) {
+  for (const auto& [begin, end] : windows(dst.size(), context.test.p)) {
+    const bool whole = begin == 0 && end == dst.size();
+    const std::string name =
+        whole ? "dst" : "dst[" + std::to_string(begin) + ".." + std::to_string(end) + "]";
+    auto window = [&](const xt::xtensor<T, 1>& v) {
+      return xt::xtensor<T, 1>(xt::view(v, xt::range(begin, end)));
+    };
+    record_tensor(context.out, name, window(dst));
+    for (const Wrong<T>& wrong : mistakes) {
+      if (wrong.dst.size() == dst.size())
+        record_mistake(context.out, name, wrong.mistake, window(wrong.dst));
+    }
+  }
+}
+
+void describe(CheckContext& context, const std::string& what) {
+  const TestCase& test = context.test;
+  context.out.note(std::to_string(test.p) + " ranks, " + test.type +
+                   (test.op.empty() ? "" : ", " + test.op) + ", " + what);
+}
+
+template <class T>
+void allreduce_case(CheckContext& context) {
+  const TestCase& test = context.test;
+  const int p = test.p, r = context.world.Get_rank();
+  describe(context, std::to_string(test.count) + " elements on every rank, drawn from the seed");
+  const auto srcs = random_srcs<T>(context, p, test.count);
+  auto dst = xt::xtensor<T, 1>::from_shape({test.count});
+  call_counting_bytes(context,
+                      [&] { my_allreduce<T>(srcs[r], dst, mpi_op(test.op), context.world); });
+  std::vector<Wrong<T>> mistakes = {{"this rank's own src (nothing received)", srcs[r]}};
+  if (test.op != "sum")
+    mistakes.push_back({"summing whatever the op (the op ignored)", reduced(srcs, "sum")});
+  record_result(context, dst, mistakes);
+}
+
+template <class T>
+void allgather_case(CheckContext& context) {
+  const TestCase& test = context.test;
+  const int p = test.p, r = context.world.Get_rank();
+  describe(context, std::to_string(test.count) +
+                        " elements on every rank; element j of rank r's src is 10000 r + j");
+  std::vector<xt::xtensor<T, 1>> srcs;
+  for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, test.count, 0));
+  auto dst = xt::xtensor<T, 1>::from_shape({p * test.count});
+  call_counting_bytes(context, [&] { my_allgather<T>(srcs[r], dst, context.world); });
+  std::vector<Wrong<T>> mistakes;
+  auto rotated = [&](int shift, const std::string& sign) {
+    std::vector<xt::xtensor<T, 1>> blocks;
+    for (int b = 0; b < p; ++b) blocks.push_back(srcs[(b + shift) % p]);
+    mistakes.push_back(
+        {"the blocks rotated by one rank (block b holding rank b " + sign + " 1's src)",
+         concatenated(blocks)});
+  };
+  if (p > 1) rotated(1, "+");
+  if (p > 2) {
+    rotated(p - 1, "-");
+    mistakes.push_back({"the blocks in reverse rank order",
+                        concatenated(std::vector<xt::xtensor<T, 1>>(srcs.rbegin(), srcs.rend()))});
+  }
+  record_result(context, dst, mistakes);
+}
+
+template <class T>
+void reduce_scatter_case(CheckContext& context) {
+  const TestCase& test = context.test;
+  const int p = test.p, r = context.world.Get_rank();
+  const std::size_t block = test.count;
+  describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
+                        " elements on every rank, drawn from the seed");
+  const auto srcs = random_srcs<T>(context, p, p * block);
+  auto dst = xt::xtensor<T, 1>::from_shape({block});
+  call_counting_bytes(context,
+                      [&] { my_reduce_scatter<T>(srcs[r], dst, mpi_op(test.op), context.world); });
+  const auto all = reduced(srcs, test.op);
+  std::vector<Wrong<T>> mistakes;
+  if (test.op != "sum")
+    mistakes.push_back(
+        {"summing whatever the op (the op ignored)", block_of(reduced(srcs, "sum"), r, block)});
+  if (p > 1) {
+    mistakes.push_back({"the reduced block of rank r + 1 (blocks rotated by one)",
+                        block_of(all, (r + 1) % p, block)});
+    mistakes.push_back({"the reduced block of rank r - 1 (blocks rotated by one)",
+                        block_of(all, (r + p - 1) % p, block)});
+  }
+  record_result(context, dst, mistakes);
+}
+
+template <class T>
+void alltoall_case(CheckContext& context) {
+  const TestCase& test = context.test;
+  const int p = test.p, r = context.world.Get_rank();
+  const std::size_t block = test.count;
+  describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
+                        " elements on every rank; element j of block b of rank r's src is "
+                        "10000 r + 1000 b + j");
+  std::vector<xt::xtensor<T, 1>> srcs;
+  for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, p * block, block));
+  auto dst = xt::xtensor<T, 1>::from_shape({p * block});
+  call_counting_bytes(context, [&] { my_alltoall<T>(srcs[r], dst, context.world); });
+  std::vector<Wrong<T>> mistakes;
+  if (p > 1) {
+    mistakes.push_back({"this rank's own src (nothing exchanged)", srcs[r]});
+    std::vector<xt::xtensor<T, 1>> rotated;
+    for (int q = 0; q < p; ++q) rotated.push_back(block_of(srcs[q], (r + 1) % p, block));
+    mistakes.push_back(
+        {"block r + 1 of every rank (blocks rotated by one)", concatenated(rotated)});
+  }
+  record_result(context, dst, mistakes);
+}
+
+// The speed bonus's measurement: the student's function and MPI's own collective on the same
+// floats, timed in turns (which one goes first alternates), after one warm-up of each. A
+// timing is the slowest rank's, between barriers. Rank 0 records the times in seconds ("mine
+// i", "mpi i") and every rank how many of its elements differ from MPI's result ("wrong").
+template <class Mine, class Mpi>
+void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi&& mpi) {
+  const TestCase& test = context.test;
+  MPI_Comm comm = context.world.handle();
+  const int r = context.world.Get_rank();
+  const xt::xtensor<float, 1> src = random_src<float>(context, r, count);
+  auto dst_mine = xt::xtensor<float, 1>::from_shape({count});
+  auto dst_mpi = dst_mine;
+  auto timed = [&](auto& call, xt::xtensor<float, 1>& dst) {
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    call(src, dst);
+    double seconds = MPI_Wtime() - start;
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return seconds;
+  };
+  timed(mine, dst_mine);
+  timed(mpi, dst_mpi);
+  std::vector<double> mine_seconds, mpi_seconds;
+  for (int i = 0; i < test.repetitions; ++i) {
+    if (i % 2 == 0) {
+      mine_seconds.push_back(timed(mine, dst_mine));
+      mpi_seconds.push_back(timed(mpi, dst_mpi));
+    } else {
+      mpi_seconds.push_back(timed(mpi, dst_mpi));
+      mine_seconds.push_back(timed(mine, dst_mine));
+    }
+  }
+  long long wrong = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    wrong += std::fabs(dst_mine(i) - dst_mpi(i)) > 1e-4f * std::max(1.0f, std::fabs(dst_mpi(i)));
+  context.out.note(std::to_string(test.p) + " ranks, " + std::to_string(test.bytes) +
+                   " bytes of floats, " + std::to_string(test.repetitions) + " timings of each");
+  context.out.integer("wrong", wrong);
+  if (r != 0) return;
+  for (int i = 0; i < test.repetitions; ++i) {
+    context.out.real("mine " + std::to_string(i), mine_seconds[i]);
+    context.out.real("mpi " + std::to_string(i), mpi_seconds[i]);
+  }
+}
+
+void time_allreduce(CheckContext& context) {
+  const std::size_t count = context.test.bytes / sizeof(float);
+  time_against_mpi(
+      context, count,
+      [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+        my_allreduce<float>(src, dst, MPI_SUM, context.world);
+      },
+      [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+        MPI_Allreduce(src.data(), dst.data(), static_cast<int>(src.size()), MPI_FLOAT, MPI_SUM,
+                      context.world.handle());
+      });
+}
+
+void time_alltoall(CheckContext& context) {
+  const std::size_t p = context.test.p, block = context.test.bytes / sizeof(float) / p;
+  time_against_mpi(
+      context, p * block,
+      [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+        my_alltoall<float>(src, dst, context.world);
+      },
+      [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+        MPI_Alltoall(src.data(), static_cast<int>(block), MPI_FLOAT, dst.data(),
+                     static_cast<int>(block), MPI_FLOAT, context.world.handle());
+      });
+}
+
+// The float, double or int32 version of a check, as the test's type says.
+void run_buffer_typed(CheckContext& context, CheckFunction for_float, CheckFunction for_double,
+                      CheckFunction for_int32) {
+  const std::string& type = context.test.type;
+  (type == "float" ? for_float : type == "double" ? for_double : for_int32)(context);
+}
+
+void check_my_allreduce(CheckContext& context) {
+  if (context.test.is_speed()) return time_allreduce(context);
+  run_buffer_typed(context, allreduce_case<float>, allreduce_case<double>,
+                   allreduce_case<std::int32_t>);
+}
+void check_my_allgather(CheckContext& context) {
+  run_buffer_typed(context, allgather_case<float>, allgather_case<double>,
+                   allgather_case<std::int32_t>);
+}
+void check_my_reduce_scatter(CheckContext& context) {
+  run_buffer_typed(context, reduce_scatter_case<float>, reduce_scatter_case<double>,
+                   reduce_scatter_case<std::int32_t>);
+}
+void check_my_alltoall(CheckContext& context) {
+  if (context.test.is_speed()) return time_alltoall(context);
+  run_buffer_typed(context, alltoall_case<float>, alltoall_case<double>,
+                   alltoall_case<std::int32_t>);
+}
+
+}  // namespace
+
+DTK_GRADE_CHECK(my_allreduce, check_my_allreduce);
+DTK_GRADE_CHECK(my_allgather, check_my_allgather);
+DTK_GRADE_CHECK(my_reduce_scatter, check_my_reduce_scatter);
+DTK_GRADE_CHECK(my_alltoall, check_my_alltoall);
+
+}  // namespace dtk::grade
