@@ -147,9 +147,8 @@ std::string communication_finding(const TestOutput& expected, const TestOutput& 
   return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
          " through the Communicator it was given, where the reference moves " +
          bytes_text(expected.moved) +
-         ": the data must travel through that Communicator's collectives (Allgather, "
-         "Allreduce, Reduce_scatter). Files, other communicators or MPI calls of your own do "
-         "not count.\n";
+         ": the data must travel through the calls of that Communicator the part allows. "
+         "Files, other communicators or MPI calls of your own do not count.\n";
 }
 
 // Everything wrong with one rank's outputs, one finding per line.
