@@ -9,6 +9,8 @@ const char* const kUsage =
     "usage: dtk-grade SUBMISSION [--assignment 1|2] [--results FILE] [--public-only]\n"
     "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
     "                 [--keep-scratch] [--no-sandbox]\n"
+    "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
+    "                 [--assignment 1|2] [--seed N] [--manifest FILE] [--no-sandbox] ...\n"
     "\n"
     "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
     "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
@@ -28,8 +30,19 @@ const char* const kUsage =
     "                     root): the submission can then read whatever you can, the\n"
     "                     reference and the expected outputs included; trusted code only\n"
     "\n"
+    "A whole class: --batch DIR grades every hand-in under DIR, one sub-directory or .tar per\n"
+    "student (or Gradescope's \"Export Submissions\" folder, with its\n"
+    "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
+    "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
+    "  --out DIR          <DIR>/<student>/results.json and output.txt, gradebook.csv and\n"
+    "                     summary.html (default: the hand-ins' directory name + \"-graded\")\n"
+    "  --gradebook FILE   the gradebook CSV elsewhere (default: <out>/gradebook.csv)\n"
+    "  --regrade          grade every hand-in again (by default an interrupted batch goes\n"
+    "                     on where it stopped, keeping what it graded)\n"
+    "\n"
     "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
-    "grader itself could not run (kit not built, bad manifest).\n";
+    "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
+    "grading failed.\n";
 
 namespace {
 
@@ -76,6 +89,18 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.assignment = static_cast<int>(parse_integer(arg, value(), 1, 2));
     } else if (arg == "--manifest") {
       options.manifest = value();
+    } else if (arg == "--batch") {
+      options.batch = value();
+    } else if (arg == "--jobs") {
+      options.jobs = static_cast<int>(parse_integer(arg, value(), 1, 64));
+    } else if (arg == "--out") {
+      options.out = value();
+    } else if (arg == "--gradebook") {
+      options.gradebook = value();
+    } else if (arg == "--regrade") {
+      options.regrade = true;
+    } else if (arg == "--slot") {  // internal: a batch's child grading
+      options.slot = static_cast<int>(parse_integer(arg, value(), 0, 63));
     } else if (!arg.empty() && arg[0] == '-') {
       throw UsageError("unknown option " + arg);
     } else if (options.submission.empty()) {
@@ -85,6 +110,18 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
                        "\")");
     }
   }
+  const bool batch_only =
+      options.jobs != 1 || !options.out.empty() || !options.gradebook.empty() || options.regrade;
+  if (!options.batch.empty()) {
+    if (!options.submission.empty())
+      throw UsageError("--batch grades a directory of hand-ins: give no SUBMISSION with it");
+    if (options.results != "results.json" || options.keep_scratch || options.autolab)
+      throw UsageError(
+          "--results, --keep-scratch and --autolab grade one submission: not with "
+          "--batch (each student's results.json goes to --out)");
+    return options;
+  }
+  if (batch_only) throw UsageError("--jobs, --out, --gradebook and --regrade go with --batch DIR");
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
   return options;
 }

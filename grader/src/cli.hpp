@@ -19,6 +19,11 @@ struct Options {
   std::optional<std::uint64_t> seed;   // default: a fresh random seed
   std::optional<int> assignment;       // default: the manifest's, else 1
   std::string manifest;                // default: the kit's manifest of the assignment
+  int slot = 0;  // the sandbox's job slot (a batch gives each grading at once its own)
+  // --batch: every hand-in under `batch`, `jobs` at a time, results under `out`.
+  std::string batch, out, gradebook;
+  int jobs = 1;
+  bool regrade = false;
 };
 
 struct UsageError : std::runtime_error {

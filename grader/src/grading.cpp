@@ -243,8 +243,8 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
   limits.total_memory_mb = manifest.total_memory_mb;
   limits.disk_mb = manifest.disk_mb;
-  auto sandbox =
-      std::make_unique<Sandbox>(limits, scratch + "/sandbox", !grading.options.no_sandbox);
+  auto sandbox = std::make_unique<Sandbox>(limits, scratch + "/sandbox",
+                                           !grading.options.no_sandbox, grading.options.slot);
   for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
   const std::vector<std::string> hidden = hidden_paths(toolchain, scratch);
   if (!sandbox->user().enabled) {

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <random>
 
+#include "batch.hpp"
 #include "cli.hpp"
 #include "grading.hpp"
 #include "text.hpp"
@@ -48,14 +49,39 @@ void check_manifest(const Manifest& manifest, const Toolchain& toolchain, const 
   }
 }
 
+// The manifest the options ask for, checked against the kit.
+Manifest manifest_of(const Options& options, const Toolchain& toolchain) {
+  const std::string path = options.manifest.empty()
+                               ? toolchain.manifest(options.assignment.value_or(1))
+                               : options.manifest;
+  Manifest manifest = load_manifest(path);
+  check_manifest(manifest, toolchain, path,
+                 options.manifest.empty() ? std::nullopt : options.assignment);
+  return manifest;
+}
+
+// dtk-grade --batch: every failure is reported on the terminal (each student's results.json
+// is written by that student's own grading).
+int run_batch(const Options& options) {
+  try {
+    return grade_batch(options, manifest_of(options, load_toolchain(DTK_GRADE_DATA_DIR)),
+                       std::cout);
+  } catch (const UsageError& error) {
+    std::cerr << "dtk-grade: " << error.what() << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "dtk-grade: " << shown_text(error.what()) << "\n";
+    return 1;
+  }
+}
+
 int run(int argc, char** argv) {
   std::optional<Options> options;
   try {
     options = parse_command_line(argc, argv);
     if (!options) return 0;
-    if (!std::filesystem::exists(options->submission)) {
-      throw UsageError("no such file or directory: " + options->submission);
-    }
+    const std::string& input = options->batch.empty() ? options->submission : options->batch;
+    if (!std::filesystem::exists(input)) throw UsageError("no such file or directory: " + input);
     if (geteuid() != 0 && !options->no_sandbox) {
       throw UsageError(
           "not run as root, so there is no sandbox: the submission would run as you and could "
@@ -67,6 +93,8 @@ int run(int argc, char** argv) {
               << "usage: dtk-grade SUBMISSION [options]   (dtk-grade --help lists them)\n";
     return 2;
   }
+
+  if (!options->batch.empty()) return run_batch(*options);
 
   // From here on every failure still leaves a results.json, so that the student sees that the
   // grader, not the submission, failed.
@@ -83,12 +111,7 @@ int run(int argc, char** argv) {
   grading.options = *options;
   try {
     grading.toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
-    const std::string manifest = options->manifest.empty()
-                                     ? grading.toolchain.manifest(options->assignment.value_or(1))
-                                     : options->manifest;
-    grading.manifest = load_manifest(manifest);
-    check_manifest(grading.manifest, grading.toolchain, manifest,
-                   options->manifest.empty() ? std::nullopt : options->assignment);
+    grading.manifest = manifest_of(*options, grading.toolchain);
   } catch (const std::exception& error) {
     return internal_error(error.what());
   }

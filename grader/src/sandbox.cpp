@@ -30,7 +30,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSandboxUser = "dtk-sandbox";
+// The sandbox user of job slot 0; slot k > 0 (a batch grading k + 1 hand-ins at once) has its
+// own, dtk-sandbox<k>, and its own lock: one slot's sweep never touches another's processes.
+std::string sandbox_user_name(int slot) {
+  return slot == 0 ? "dtk-sandbox" : "dtk-sandbox" + std::to_string(slot);
+}
+std::string lock_path(int slot) {
+  return slot == 0 ? "/run/dtk-grade.lock" : "/run/dtk-grade-" + std::to_string(slot) + ".lock";
+}
 
 // Every process id in /proc whose field matches, as read by `field_of`.
 template <class FieldOf>
@@ -122,20 +129,21 @@ bool private_mounts() {
          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
 }
 
-SandboxUser find_or_create_user() {
+SandboxUser find_or_create_user(int slot) {
   SandboxUser user;
   if (geteuid() != 0) return user;
-  if (getpwnam(kSandboxUser) == nullptr) {
-    in_child([] {
+  const std::string name = sandbox_user_name(slot);
+  if (getpwnam(name.c_str()) == nullptr) {
+    in_child([&name] {
       const int null = open("/dev/null", O_WRONLY);
       dup2(null, 1);
       dup2(null, 2);
       execlp("useradd", "useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-             "--shell", "/usr/sbin/nologin", "--user-group", kSandboxUser, nullptr);
+             "--shell", "/usr/sbin/nologin", "--user-group", name.c_str(), nullptr);
       return false;
     });
   }
-  const passwd* entry = getpwnam(kSandboxUser);
+  const passwd* entry = getpwnam(name.c_str());
   user.dedicated = entry != nullptr;
   if (entry == nullptr) entry = getpwnam("nobody");
   if (entry == nullptr) return user;
@@ -276,13 +284,13 @@ std::string Outcome::describe() const {
   return "exit status " + std::to_string(exit_code);
 }
 
-Sandbox::Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user)
+Sandbox::Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user, int slot)
     : limits_(limits) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our commands come back to us, to be reaped
-  if (use_sandbox_user) user_ = find_or_create_user();
+  if (use_sandbox_user) user_ = find_or_create_user(slot);
   user_.home = home;
   if (user_.dedicated) {
-    lock_fd_ = open("/run/dtk-grade.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    lock_fd_ = open(lock_path(slot).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       std::fprintf(stderr, "dtk-grade: waiting for another grading to finish...\n");
       flock(lock_fd_, LOCK_EX);

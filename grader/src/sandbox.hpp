@@ -2,7 +2,8 @@
 //
 // A sandboxed command (everything that touches the submission: compiling, linking, reading its
 // objects, running its tests) runs, when dtk-grade is root, as the unprivileged user
-// dtk-sandbox (created on first use; "nobody" if that fails), in its own session, with resource
+// dtk-sandbox (created on first use; "nobody" if that fails; dtk-sandbox<k> in job slot k of a
+// batch), in its own session, with resource
 // limits, no way to regain privileges, and, where the kernel allows, a private mount namespace
 // that hides the kit's source and build trees and gives it an empty /dev/shm. When dtk-grade is
 // not root (--no-sandbox), commands run as the caller, in their own session, with the same limits.
@@ -74,11 +75,12 @@ struct Outcome {
 
 class Sandbox {
  public:
-  // Finds or creates the sandbox user when root (`use_sandbox_user`) and makes `home`, which
-  // must not exist yet, in a directory of the grader's. Gradings on one machine share that
-  // user, and the sweep kills all its processes: so while a Sandbox exists, other dtk-grade
-  // processes wait for it (a lock in /run).
-  Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user);
+  // Finds or creates the sandbox user of job `slot` when root (`use_sandbox_user`) and makes
+  // `home`, which must not exist yet, in a directory of the grader's. Gradings in one slot on
+  // one machine share that user, and the sweep kills all its processes: so while a Sandbox
+  // exists, other dtk-grade processes of the same slot wait for it (a lock in /run). A batch
+  // grading N hand-ins at once gives each its own slot, 0 to N - 1.
+  Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user, int slot = 0);
   ~Sandbox();  // kills what is left of the sandbox user's processes
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;

@@ -1,0 +1,297 @@
+#include "batch.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "hand_ins.hpp"
+#include "summary_page.hpp"
+#include "text.hpp"
+
+namespace dtk::grade {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+json read_json(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return nullptr;
+  try {
+    return json::parse(file);
+  } catch (const json::exception&) {
+    return nullptr;
+  }
+}
+
+void write_json(const std::string& path, const json& value) {
+  std::ofstream file(path, std::ios::trunc);
+  file << value.dump(2) << "\n";
+  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+// The seed of the batch: the one its first run chose (kept in <out>/batch.json), so that a
+// resumed batch grades the rest as it graded the first; --seed sets it, --regrade may change it.
+std::uint64_t batch_seed(const Options& options, const Manifest& manifest, const std::string& out) {
+  const std::string path = out + "/batch.json";
+  const json stored = read_json(path);
+  std::uint64_t seed = options.seed.value_or(std::random_device{}() % 1000000000);
+  if (stored.is_object() && !options.regrade) {
+    const auto first = stored.value("seed", std::uint64_t{0});
+    if (options.seed && *options.seed != first) {
+      throw UsageError(out + " holds a batch graded with seed " + std::to_string(first) +
+                       ": give that seed, or --regrade to grade every hand-in again with " +
+                       std::to_string(*options.seed));
+    }
+    if (stored.value("assignment", 0) != manifest.assignment) {
+      throw UsageError(out + " holds a batch of assignment " +
+                       std::to_string(stored.value("assignment", 0)) +
+                       ": use another --out, or --regrade");
+    }
+    seed = first;
+  }
+  write_json(path, {{"seed", seed}, {"assignment", manifest.assignment}});
+  return seed;
+}
+
+// The command grading one hand-in: this very program, one submission, the batch's options.
+std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
+                                         const std::string& results, std::uint64_t seed, int slot) {
+  std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(),
+                                   hand_in.path,
+                                   "--results",
+                                   results,
+                                   "--seed",
+                                   std::to_string(seed),
+                                   "--slot",
+                                   std::to_string(slot)};
+  if (options.assignment)
+    argv.insert(argv.end(), {"--assignment", std::to_string(*options.assignment)});
+  if (!options.manifest.empty()) argv.insert(argv.end(), {"--manifest", options.manifest});
+  if (options.timeout_seconds)
+    argv.insert(argv.end(), {"--timeout", std::to_string(*options.timeout_seconds)});
+  if (options.public_only) argv.push_back("--public-only");
+  if (options.no_sandbox) argv.push_back("--no-sandbox");
+  return argv;
+}
+
+// Starts `argv` with its stdout and stderr in `output`; returns its pid.
+pid_t start(const std::vector<std::string>& argv, const std::string& output) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("cannot start a grading: fork failed");
+  if (pid == 0) {
+    const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) {
+    const int code = WEXITSTATUS(wait_status);
+    if (code == 0) return "graded";
+    return "grader failed (exit status " + std::to_string(code) + ", see output.txt)";
+  }
+  return "grader killed by signal " + std::to_string(WTERMSIG(wait_status));
+}
+
+std::string duration_text(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  }
+  return text;
+}
+
+// "[12/40] 2 running, 1 failed, ETA 3m10s": one line, rewritten in place on a terminal; else
+// printed at every tenth of the batch.
+class Progress {
+ public:
+  Progress(std::ostream& log, std::size_t total, std::size_t kept)
+      : log_(log),
+        total_(total),
+        done_(kept),
+        kept_(kept),
+        terminal_(isatty(STDOUT_FILENO)),
+        started_(Clock::now()) {}
+
+  void update(int running, bool failed) {
+    failed_ += failed;
+    const std::size_t graded = done_ - kept_;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+    std::string line = "[" + std::to_string(done_) + "/" + std::to_string(total_) + "] " +
+                       std::to_string(running) + " running, " + std::to_string(failed_) + " failed";
+    if (graded > 0 && done_ < total_) {
+      const double per_hand_in = elapsed / graded;  // jobs at a time: the rate seen so far
+      line += ", ETA " + duration_text(per_hand_in * (total_ - done_));
+    }
+    if (terminal_) {
+      log_ << "\r" << line << "\033[K" << std::flush;
+    } else if (done_ == total_ || graded == 1 || done_ * 10 / total_ != (done_ - 1) * 10 / total_) {
+      log_ << line << "\n" << std::flush;
+    }
+  }
+  void one_more() { ++done_; }
+  void finish() {
+    if (terminal_) log_ << "\n";
+  }
+
+ private:
+  std::ostream& log_;
+  std::size_t total_, done_, kept_;
+  bool terminal_;
+  Clock::time_point started_;
+  int failed_ = 0;
+};
+
+// The gradebook row of one student, from <dir>/results.json and <dir>/graded.json.
+GradebookRow read_row(const std::string& student, const std::string& dir,
+                      const Manifest& manifest) {
+  GradebookRow row;
+  row.student = student;
+  const json stamp = read_json(dir + "/graded.json");
+  row.status = stamp.is_object() ? stamp.value("status", "unknown") : "not graded";
+  row.seconds = stamp.is_object() ? stamp.value("seconds", 0.0) : 0;
+  row.seed = stamp.is_object() ? stamp.value("seed", std::uint64_t{0}) : 0;
+  for (const Part& part : manifest.parts) row.parts[part.number] = 0;
+  const json results = read_json(dir + "/results.json");
+  if (!results.is_object() || !results.contains("tests")) return row;
+  for (const json& test : results["tests"]) {
+    const std::string name = test.value("name", "");
+    const double score = test.value("score", 0.0), max_score = test.value("max_score", 0.0);
+    int part = 0;
+    if (std::sscanf(name.c_str(), "Part %d |", &part) != 1) continue;
+    if (name.size() >= 13 && name.compare(name.size() - 13, 13, ": speed bonus") == 0) {
+      row.bonus += score;
+      continue;
+    }
+    row.parts[part] += score;
+    row.total += score;
+    if (score < max_score) row.failed[name] = test.value("output", "");
+  }
+  return row;
+}
+
+void write_gradebook(const std::string& path, const Manifest& manifest,
+                     const std::vector<GradebookRow>& rows) {
+  std::ofstream file(path, std::ios::trunc);
+  file << "student";
+  for (const Part& part : manifest.parts) file << ",Part " << part.number;
+  file << ",total,bonus,seed,seconds,status\n";
+  auto formatted = [](const char* format, double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, format, value);
+    return std::string(text);
+  };
+  for (const GradebookRow& row : rows) {
+    file << row.student;
+    for (const Part& part : manifest.parts)
+      file << "," << formatted("%.4g", row.parts.at(part.number));
+    // The status is the grader's own text; a comma in it is quoted as CSV asks.
+    file << "," << formatted("%.4g", row.total) << "," << formatted("%.4g", row.bonus) << ","
+         << row.seed << "," << formatted("%.1f", row.seconds) << ",\"" << row.status << "\"\n";
+  }
+  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+int grade_batch(const Options& options, const Manifest& manifest, std::ostream& log) {
+  const std::vector<HandIn> hand_ins = find_hand_ins(options.batch);
+  if (hand_ins.empty()) {
+    throw UsageError("no hand-ins under " + options.batch +
+                     " (one sub-directory or .tar per student, named by student)");
+  }
+  std::string batch_dir = options.batch;
+  while (batch_dir.size() > 1 && batch_dir.back() == '/') batch_dir.pop_back();
+  const std::string out = options.out.empty() ? batch_dir + "-graded" : options.out;
+  fs::create_directories(out);
+  const std::uint64_t seed = batch_seed(options, manifest, out);
+
+  std::vector<const HandIn*> to_grade;
+  for (const HandIn& hand_in : hand_ins) {
+    const std::string dir = out + "/" + hand_in.student;
+    if (options.regrade) fs::remove(dir + "/graded.json");
+    if (!fs::exists(dir + "/graded.json")) to_grade.push_back(&hand_in);
+  }
+  log << "dtk-grade: " << hand_ins.size() << " hand-ins in " << shown_name(options.batch) << ", "
+      << to_grade.size() << " to grade (" << hand_ins.size() - to_grade.size()
+      << " graded before), " << options.jobs << " at a time, seed " << seed << "; results in "
+      << shown_name(out) << "\n";
+
+  Progress progress(log, hand_ins.size(), hand_ins.size() - to_grade.size());
+  struct Running {
+    const HandIn* hand_in;
+    int slot;
+    Clock::time_point start;
+  };
+  std::map<pid_t, Running> running;
+  std::vector<int> free_slots;
+  for (int slot = options.jobs - 1; slot >= 0; --slot) free_slots.push_back(slot);
+  std::size_t next = 0;
+  while (next < to_grade.size() || !running.empty()) {
+    while (next < to_grade.size() && !free_slots.empty()) {
+      const HandIn& hand_in = *to_grade[next++];
+      const std::string dir = out + "/" + hand_in.student;
+      fs::create_directories(dir);
+      const int slot = free_slots.back();
+      free_slots.pop_back();
+      const pid_t pid = start(grading_command(options, hand_in, dir + "/results.json", seed, slot),
+                              dir + "/output.txt");
+      running[pid] = {&hand_in, slot, Clock::now()};
+    }
+    int wait_status = 0;
+    const pid_t pid = waitpid(-1, &wait_status, 0);
+    const auto done = running.find(pid);
+    if (pid < 0 || done == running.end()) continue;  // not one of ours (an orphan reparented)
+    const Running finished = done->second;
+    running.erase(done);
+    free_slots.push_back(finished.slot);
+    const std::string status = status_of(wait_status);
+    const double seconds = std::chrono::duration<double>(Clock::now() - finished.start).count();
+    write_json(out + "/" + finished.hand_in->student + "/graded.json",
+               {{"status", status}, {"seconds", seconds}, {"seed", seed}});
+    progress.one_more();
+    progress.update(static_cast<int>(running.size()), status != "graded");
+  }
+  progress.finish();
+
+  std::vector<GradebookRow> rows;
+  for (const HandIn& hand_in : hand_ins)
+    rows.push_back(read_row(hand_in.student, out + "/" + hand_in.student, manifest));
+  const std::string gradebook =
+      options.gradebook.empty() ? out + "/gradebook.csv" : options.gradebook;
+  write_gradebook(gradebook, manifest, rows);
+  write_summary_page(out + "/summary.html", manifest, rows, seed);
+  int failed = 0;
+  for (const GradebookRow& row : rows) failed += row.status != "graded";
+  log << "Gradebook: " << shown_name(gradebook) << "\nSummary: " << shown_name(out)
+      << "/summary.html\n";
+  if (failed > 0) {
+    log << "dtk-grade: the grader failed on " << failed
+        << " hand-ins; their rows say how, and their output.txt why\n";
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace dtk::grade

@@ -1,0 +1,19 @@
+// The summary page of a batch (summary.html, one self-contained file that opens from disk):
+// per-part score histograms drawn as SVG, the hidden tests failed most often with one sample
+// of their feedback, and how long the gradings took.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "batch.hpp"
+#include "manifest.hpp"
+
+namespace dtk::grade {
+
+// Throws std::runtime_error when the file cannot be written.
+void write_summary_page(const std::string& path, const Manifest& manifest,
+                        const std::vector<GradebookRow>& rows, std::uint64_t seed);
+
+}  // namespace dtk::grade
