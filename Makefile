@@ -8,8 +8,8 @@
 #   make release      write the student bundle dist/dtk-student.tar.gz (scripts/make-release.sh)
 
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
-# graded submission left behind.
-EXTRA_PACKAGES := libxml2-utils procps
+# graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity).
+EXTRA_PACKAGES := libxml2-utils procps similarity-tester
 
 include make/student.mk
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hand_ins.hpp"
+#include "similarity.hpp"
 #include "summary_page.hpp"
 #include "text.hpp"
 
@@ -25,6 +26,8 @@ using nlohmann::json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kSimilarPairsListed = 10;  // per student file
 
 json read_json(const std::string& path) {
   std::ifstream file(path);
@@ -216,7 +219,8 @@ void write_gradebook(const std::string& path, const Manifest& manifest,
 
 }  // namespace
 
-int grade_batch(const Options& options, const Manifest& manifest, std::ostream& log) {
+int grade_batch(const Options& options, const Manifest& manifest, const Toolchain& toolchain,
+                std::ostream& log) {
   const std::vector<HandIn> hand_ins = find_hand_ins(options.batch);
   if (hand_ins.empty()) {
     throw UsageError("no hand-ins under " + options.batch +
@@ -282,7 +286,13 @@ int grade_batch(const Options& options, const Manifest& manifest, std::ostream& 
   const std::string gradebook =
       options.gradebook.empty() ? out + "/gradebook.csv" : options.gradebook;
   write_gradebook(gradebook, manifest, rows);
-  write_summary_page(out + "/summary.html", manifest, rows, seed);
+  std::vector<SimilarPair> similar;
+  if (options.similarity) {
+    log << "Comparing the hand-ins (sim_c++)..." << std::endl;
+    similar = find_similar_pairs(hand_ins, toolchain.assignment_files.at(manifest.assignment),
+                                 toolchain.starter_dir, out, kSimilarPairsListed);
+  }
+  write_summary_page(out + "/summary.html", manifest, rows, seed, similar);
   int failed = 0;
   for (const GradebookRow& row : rows) failed += row.status != "graded";
   log << "Gradebook: " << shown_name(gradebook) << "\nSummary: " << shown_name(out)

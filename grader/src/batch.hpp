@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "manifest.hpp"
+#include "toolchain.hpp"
 
 namespace dtk::grade {
 
@@ -29,6 +30,7 @@ struct GradebookRow {
 
 // Returns dtk-grade's exit status: 0 when every hand-in was graded, 1 when the grader failed
 // on some (their rows say how), 2 for bad usage. Progress goes to `log`.
-int grade_batch(const Options& options, const Manifest& manifest, std::ostream& log);
+int grade_batch(const Options& options, const Manifest& manifest, const Toolchain& toolchain,
+                std::ostream& log);
 
 }  // namespace dtk::grade

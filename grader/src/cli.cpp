@@ -10,7 +10,7 @@ const char* const kUsage =
     "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
     "                 [--keep-scratch] [--no-sandbox]\n"
     "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
-    "                 [--assignment 1|2] [--seed N] [--manifest FILE] [--no-sandbox] ...\n"
+    "                 [--similarity] [--assignment 1|2] [--seed N] [--manifest FILE] ...\n"
     "\n"
     "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
     "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
@@ -39,6 +39,9 @@ const char* const kUsage =
     "  --gradebook FILE   the gradebook CSV elsewhere (default: <out>/gradebook.csv)\n"
     "  --regrade          grade every hand-in again (by default an interrupted batch goes\n"
     "                     on where it stopped, keeping what it graded)\n"
+    "  --similarity       also list the most similar pairs of hand-ins per student file in\n"
+    "                     summary.html (sim_c++, the starter's own lines left out), each\n"
+    "                     with a side-by-side page\n"
     "\n"
     "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
     "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
@@ -99,6 +102,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.gradebook = value();
     } else if (arg == "--regrade") {
       options.regrade = true;
+    } else if (arg == "--similarity") {
+      options.similarity = true;
     } else if (arg == "--slot") {  // internal: a batch's child grading
       options.slot = static_cast<int>(parse_integer(arg, value(), 0, 63));
     } else if (!arg.empty() && arg[0] == '-') {
@@ -110,8 +115,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
                        "\")");
     }
   }
-  const bool batch_only =
-      options.jobs != 1 || !options.out.empty() || !options.gradebook.empty() || options.regrade;
+  const bool batch_only = options.jobs != 1 || !options.out.empty() || !options.gradebook.empty() ||
+                          options.regrade || options.similarity;
   if (!options.batch.empty()) {
     if (!options.submission.empty())
       throw UsageError("--batch grades a directory of hand-ins: give no SUBMISSION with it");
@@ -121,7 +126,9 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
           "--batch (each student's results.json goes to --out)");
     return options;
   }
-  if (batch_only) throw UsageError("--jobs, --out, --gradebook and --regrade go with --batch DIR");
+  if (batch_only) {
+    throw UsageError("--jobs, --out, --gradebook, --regrade and --similarity go with --batch DIR");
+  }
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
   return options;
 }

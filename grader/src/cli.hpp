@@ -24,6 +24,7 @@ struct Options {
   std::string batch, out, gradebook;
   int jobs = 1;
   bool regrade = false;
+  bool similarity = false;  // --similarity: the most similar hand-ins, per student file
 };
 
 struct UsageError : std::runtime_error {

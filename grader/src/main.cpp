@@ -64,8 +64,8 @@ Manifest manifest_of(const Options& options, const Toolchain& toolchain) {
 // is written by that student's own grading).
 int run_batch(const Options& options) {
   try {
-    return grade_batch(options, manifest_of(options, load_toolchain(DTK_GRADE_DATA_DIR)),
-                       std::cout);
+    const Toolchain toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
+    return grade_batch(options, manifest_of(options, toolchain), toolchain, std::cout);
   } catch (const UsageError& error) {
     std::cerr << "dtk-grade: " << error.what() << "\n";
     return 2;

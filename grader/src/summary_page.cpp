@@ -88,7 +88,8 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
 }  // namespace
 
 void write_summary_page(const std::string& path, const Manifest& manifest,
-                        const std::vector<GradebookRow>& rows, std::uint64_t seed) {
+                        const std::vector<GradebookRow>& rows, std::uint64_t seed,
+                        const std::vector<SimilarPair>& similar) {
   std::string page =
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>dtk-grade: "
       "assignment " +
@@ -164,6 +165,19 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
             number("%.1f", seconds.front()) + " s, slowest " + number("%.1f", seconds.back()) +
             " s (" + std::to_string(seconds.size()) +
             " gradings; several at once with --jobs).</p>\n";
+  }
+  if (!similar.empty()) {
+    page +=
+        "<h2>Most similar hand-ins</h2>\n<p>By sim_c++ (token runs: renamed identifiers, "
+        "layout and comments do not hide a copy), with the starter's own lines left out. "
+        "A high percentage is a reason to look, not a verdict.</p>\n<table><tr><th>file</th>"
+        "<th>hand-ins</th><th>similar</th><th></th></tr>\n";
+    for (const SimilarPair& pair : similar) {
+      page += "<tr><td>" + html(pair.file) + "</td><td>" + html(pair.a) + " and " + html(pair.b) +
+              "</td><td>" + std::to_string(pair.percent) + " %</td><td><a href='" +
+              html(pair.view) + "'>side by side</a></td></tr>\n";
+    }
+    page += "</table>\n";
   }
   page += "</body></html>\n";
   std::ofstream file(path, std::ios::trunc);

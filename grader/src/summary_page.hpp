@@ -1,6 +1,6 @@
 // The summary page of a batch (summary.html, one self-contained file that opens from disk):
 // per-part score histograms drawn as SVG, the hidden tests failed most often with one sample
-// of their feedback, and how long the gradings took.
+// of their feedback, how long the gradings took and, when asked, the most similar hand-ins.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +9,13 @@
 
 #include "batch.hpp"
 #include "manifest.hpp"
+#include "similarity.hpp"
 
 namespace dtk::grade {
 
 // Throws std::runtime_error when the file cannot be written.
 void write_summary_page(const std::string& path, const Manifest& manifest,
-                        const std::vector<GradebookRow>& rows, std::uint64_t seed);
+                        const std::vector<GradebookRow>& rows, std::uint64_t seed,
+                        const std::vector<SimilarPair>& similar);
 
 }  // namespace dtk::grade

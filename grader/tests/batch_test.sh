@@ -99,7 +99,56 @@ EOF
 rows=$(tail -n +2 "$work/export-graded/gradebook.csv" | cut -d, -f1,8 | tr '\n' ' ')
 [ "$rows" = "1815,100 alan@example.edu,0 " ] || fail "export gradebook: $rows"
 
-echo "5. nothing left running"
+echo "5. the similarity report"
+similar=$work/similar
+copy_of "$root/solutions" "$similar/ada"
+copy_of "$root/solutions" "$similar/bob"
+copy_of "$root/starter" "$similar/cyd"
+python3 - "$similar" <<'END'
+import re, sys
+root = sys.argv[1]
+# bob: ada's func_impl.cpp with identifiers renamed and two functions swapped.
+path = root + "/bob/model/func_impl.cpp"
+text = open(path).read()
+for old, new in [("slice", "piece"), ("parts", "count"), ("width", "w"), ("result", "res")]:
+    text = re.sub(r"\b%s\b" % old, new, text)
+blocks = text.split("\ntemplate <class T>\n")
+blocks[3], blocks[5] = blocks[5], blocks[3]
+open(path, "w").write("\ntemplate <class T>\n".join(blocks))
+# cyd: split_train written independently, with loops instead of views.
+path = root + "/cyd/data/data_parallel_preprocess.cpp"
+text = open(root + "/ada/data/data_parallel_preprocess.cpp").read()
+start, end = text.index("template <class T>\nstd::pair"), text.index("// ----")
+open(path, "w").write(text[:start] + """template <class T>
+std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> split_train(
+    const xt::xtensor<T, 2>& x_train, const xt::xtensor<std::int32_t, 1>& y_train, int mp_size,
+    int dp_size, int rank) {
+  std::size_t per_replica = y_train.size() / static_cast<std::size_t>(dp_size);
+  std::size_t first = per_replica * static_cast<std::size_t>(rank / mp_size);
+  auto features = x_train.shape()[1];
+  xt::xtensor<T, 2> mine = xt::zeros<T>({per_replica, features});
+  xt::xtensor<std::int32_t, 1> labels = xt::zeros<std::int32_t>({per_replica});
+  for (std::size_t k = 0; k < per_replica; ++k) {
+    labels(k) = y_train(first + k);
+    for (std::size_t f = 0; f < features; ++f) mine(k, f) = x_train(first + k, f);
+  }
+  return std::make_pair(mine, labels);
+}
+
+""" + text[end:])
+END
+"$grade" --batch "$similar" --similarity --public-only --seed 7 "${args[@]}" > "$work/similar.log" 2>&1 ||
+  { cat "$work/similar.log"; fail "--similarity failed"; }
+pairs=$(sed -n 's|.*<tr><td>\([^<]*\)</td><td>\([^<]*\)</td><td>\([0-9]*\) %</td>.*|\1: \2 \3|p' "$work/similar-graded/summary.html")
+echo "$pairs" | sed 's/^/    /'
+[ "$(echo "$pairs" | grep '^model/func_impl.cpp' | head -1 | cut -d' ' -f2-4)" = "ada and bob" ] ||
+  fail "the renamed and reordered copy is not the top pair of model/func_impl.cpp"
+if echo "$pairs" | grep -q "^data/data_parallel_preprocess.cpp: .*cyd"; then
+  fail "cyd's independent split_train is listed as similar"
+fi
+[ -f "$work/similar-graded/similarity/model_func_impl.cpp/ada--bob.html" ] || fail "no side-by-side page"
+
+echo "6. nothing left running"
 for user in dtk-sandbox dtk-sandbox1; do
   if id -u "$user" > /dev/null 2>&1 && pgrep -u "$user" > /dev/null; then
     fail "processes of $user are still running: $(ps -u "$user" -o pid=,args=)"
