@@ -6,6 +6,8 @@
 #   make grade        grade solutions/ with the hidden tests (dtk-grade; full marks expected)
 #   make handin.tar   pack the three student files of starter/ into handin.tar
 #   make release      write the student bundle dist/dtk-student.tar.gz (scripts/make-release.sh)
+#   make autograder.zip [ASSIGNMENT=2]   write Gradescope's autograder of an assignment,
+#                     dist/autograder-assignment<N>.zip (scripts/make-autograder.sh)
 
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
 # graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity).
@@ -24,3 +26,8 @@ grade: configure
 .PHONY: release
 release:
 	scripts/make-release.sh dist
+
+# Gradescope's autograder of one assignment (default 1): dist/autograder-assignment<N>.zip.
+.PHONY: autograder.zip
+autograder.zip:
+	scripts/make-autograder.sh $(or $(ASSIGNMENT),1) dist

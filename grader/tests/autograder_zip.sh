@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Kit test: the autograder `make autograder.zip` writes works as uploaded to Gradescope.
+#
+#   autograder_zip.sh <kit source dir> <scratch dir>
+#
+# A scratch directory stands in for /autograder (setup.sh and run_autograder take it from
+# DTK_AUTOGRADER_ROOT). For each assignment: the zip is unpacked into source/ and
+# run_autograder copied next to it, as Gradescope does; setup.sh runs with the packages already
+# present (it installs only what is missing), builds dtk-grade and locks the kit down with
+# `chmod -R go-rwx`; then the reference, handed in as handin.tar, must get full marks.
+# Assignment 2's setup reuses assignment 1's build directory (a real build, once). Needs root,
+# like Gradescope; ccache, when installed, makes the build quick.
+set -euo pipefail
+kit=$(cd "$1" && pwd)
+root=$2
+fail() {
+  echo "autograder.zip: $*" >&2
+  exit 1
+}
+[ "$(id -u)" = 0 ] || {
+  echo "autograder.zip: needs root (Gradescope runs as root); skipped"
+  exit 77
+}
+if command -v ccache > /dev/null; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
+export DTK_AUTOGRADER_ROOT=$root
+rm -rf "$root"
+mkdir -p "$root"
+
+for assignment in 1 2; do
+  "$kit/scripts/make-autograder.sh" "$assignment" "$root/dist" > /dev/null
+  zip_file=$root/dist/autograder-assignment$assignment.zip
+  mkdir -p "$root/source" "$root/submission" "$root/results"
+  chmod -R u+w "$root/source"
+  unzip -qo "$zip_file" -d "$root/source"
+  cp "$root/source/run_autograder" "$root/run_autograder"
+
+  start=$(date +%s)
+  "$root/source/setup.sh" > "$root/setup.log" 2>&1 || { tail -30 "$root/setup.log"; fail "setup.sh failed"; }
+  echo "assignment $assignment: setup.sh $(($(date +%s) - start)) s"
+  [ "$(stat -c %a "$root/source/dtk/solutions")" = 700 ] || fail "setup.sh did not lock the kit down"
+
+  mapfile -t files < <(grep '^[^#]' "$kit/starter/handin/assignment$assignment.txt")
+  rm -f "$root/submission"/* "$root/results"/*
+  tar -cf "$root/submission/handin.tar" -C "$kit/solutions" "${files[@]}"
+  "$root/run_autograder" > "$root/grade.log" 2>&1 || { tail -40 "$root/grade.log"; fail "run_autograder failed"; }
+  results=$root/results/results.json
+  [ -s "$results" ] || { tail -40 "$root/grade.log"; fail "no results.json"; }
+  # "score <s>", then "test <score> <max_score> <name>" per test (see results_summary.cmake);
+  # a speed bonus (max_score 0) may add to the score.
+  cmake -DRESULTS="$results" -P "$kit/tests/kit/release/results_summary.cmake" > "$root/summary.log" 2>&1 ||
+    { cat "$root/summary.log"; fail "results.json is not what SPEC says"; }
+  read -r got max < <(awk '$1 == "score" { s = $2 } $1 == "test" { m += $3 }
+    END { printf "%s %s\n", s, m }' "$root/summary.log")
+  echo "assignment $assignment: the reference scores $got of $max"
+  awk -v got="$got" -v max="$max" 'BEGIN { exit !(max > 0 && got > max - 1e-6) }' || {
+    grep -m5 -o -e 'does not compile[^"]*' -e '[^"]*Permission denied' "$results" || true
+    fail "the reference got $got of $max for assignment $assignment"
+  }
+done
+rm -rf "$root"
