@@ -10,8 +10,9 @@
 #                     dist/autograder-assignment<N>.zip (scripts/make-autograder.sh)
 
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
-# graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity).
-EXTRA_PACKAGES := libxml2-utils procps similarity-tester
+# graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity),
+# zip packs Gradescope's autograder, and Slurm with munge runs the cluster-grading test.
+EXTRA_PACKAGES := libxml2-utils procps similarity-tester zip unzip slurm-wlm munge
 
 include make/student.mk
 

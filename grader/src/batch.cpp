@@ -219,31 +219,13 @@ void write_gradebook(const std::string& path, const Manifest& manifest,
 
 }  // namespace
 
-int grade_batch(const Options& options, const Manifest& manifest, const Toolchain& toolchain,
-                std::ostream& log) {
-  const std::vector<HandIn> hand_ins = find_hand_ins(options.batch);
-  if (hand_ins.empty()) {
-    throw UsageError("no hand-ins under " + options.batch +
-                     " (one sub-directory or .tar per student, named by student)");
-  }
-  std::string batch_dir = options.batch;
-  while (batch_dir.size() > 1 && batch_dir.back() == '/') batch_dir.pop_back();
-  const std::string out = options.out.empty() ? batch_dir + "-graded" : options.out;
-  fs::create_directories(out);
-  const std::uint64_t seed = batch_seed(options, manifest, out);
+namespace {
 
-  std::vector<const HandIn*> to_grade;
-  for (const HandIn& hand_in : hand_ins) {
-    const std::string dir = out + "/" + hand_in.student;
-    if (options.regrade) fs::remove(dir + "/graded.json");
-    if (!fs::exists(dir + "/graded.json")) to_grade.push_back(&hand_in);
-  }
-  log << "dtk-grade: " << hand_ins.size() << " hand-ins in " << shown_name(options.batch) << ", "
-      << to_grade.size() << " to grade (" << hand_ins.size() - to_grade.size()
-      << " graded before), " << options.jobs << " at a time, seed " << seed << "; results in "
-      << shown_name(out) << "\n";
-
-  Progress progress(log, hand_ins.size(), hand_ins.size() - to_grade.size());
+// Grades `to_grade`, options.jobs at a time, writing each one's graded.json as it ends.
+void run_gradings(const Options& options, const std::vector<const HandIn*>& to_grade,
+                  std::size_t total, const std::string& out, std::uint64_t seed,
+                  std::ostream& log) {
+  Progress progress(log, total, total - to_grade.size());
   struct Running {
     const HandIn* hand_in;
     int slot;
@@ -279,6 +261,55 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
     progress.update(static_cast<int>(running.size()), status != "graded");
   }
   progress.finish();
+}
+
+}  // namespace
+
+int grade_batch(const Options& options, const Manifest& manifest, const Toolchain& toolchain,
+                std::ostream& log) {
+  const std::vector<HandIn> hand_ins = find_hand_ins(options.batch);
+  if (hand_ins.empty()) {
+    throw UsageError("no hand-ins under " + options.batch +
+                     " (one sub-directory or .tar per student, named by student)");
+  }
+  std::string batch_dir = options.batch;
+  while (batch_dir.size() > 1 && batch_dir.back() == '/') batch_dir.pop_back();
+  const std::string out = options.out.empty() ? batch_dir + "-graded" : options.out;
+  fs::create_directories(out);
+
+  if (options.task) {  // one task of a job array: the seed was fixed before the array started
+    if (*options.task >= hand_ins.size()) {
+      throw UsageError("--task " + std::to_string(*options.task) + ": there are only " +
+                       std::to_string(hand_ins.size()) + " hand-ins (tasks 0 to " +
+                       std::to_string(hand_ins.size() - 1) + ")");
+    }
+    const json stored = read_json(out + "/batch.json");
+    if (!stored.is_object()) {
+      throw UsageError(out + "/batch.json is missing: run dtk-grade --batch " + options.batch +
+                       " --out " + out + " --list first (it fixes the batch's seed)");
+    }
+    const HandIn& hand_in = hand_ins[*options.task];
+    run_gradings(options, {&hand_in}, 1, out, stored.value("seed", std::uint64_t{0}), log);
+    const json stamp = read_json(out + "/" + hand_in.student + "/graded.json");
+    return stamp.is_object() && stamp.value("status", "") == "graded" ? 0 : 1;
+  }
+  const std::uint64_t seed = batch_seed(options, manifest, out);
+  if (options.list) {
+    for (const HandIn& hand_in : hand_ins) log << hand_in.student << "\t" << hand_in.path << "\n";
+    return 0;
+  }
+
+  std::vector<const HandIn*> to_grade;
+  for (const HandIn& hand_in : hand_ins) {
+    const std::string dir = out + "/" + hand_in.student;
+    if (options.regrade) fs::remove(dir + "/graded.json");
+    if (!fs::exists(dir + "/graded.json")) to_grade.push_back(&hand_in);
+  }
+  log << "dtk-grade: " << hand_ins.size() << " hand-ins in " << shown_name(options.batch) << ", "
+      << to_grade.size() << " to grade (" << hand_ins.size() - to_grade.size()
+      << " graded before), " << options.jobs << " at a time, seed " << seed << "; results in "
+      << shown_name(out) << "\n";
+  run_gradings(options, to_grade, hand_ins.size(), out, seed, log);
 
   std::vector<GradebookRow> rows;
   for (const HandIn& hand_in : hand_ins)

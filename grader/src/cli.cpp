@@ -42,6 +42,10 @@ const char* const kUsage =
     "  --similarity       also list the most similar pairs of hand-ins per student file in\n"
     "                     summary.html (sim_c++, the starter's own lines left out), each\n"
     "                     with a side-by-side page\n"
+    "  --list             print the hand-ins found, one \"student<TAB>path\" per line, and\n"
+    "                     fix the batch's seed; grade nothing\n"
+    "  --task K           grade hand-in K (0-based, in --list's order) only: one task of a\n"
+    "                     job array (scripts/grade-class-slurm.sh); run --list first\n"
     "\n"
     "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
     "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
@@ -104,6 +108,10 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.regrade = true;
     } else if (arg == "--similarity") {
       options.similarity = true;
+    } else if (arg == "--list") {
+      options.list = true;
+    } else if (arg == "--task") {
+      options.task = static_cast<std::size_t>(parse_integer(arg, value(), 0, 1000000));
     } else if (arg == "--slot") {  // internal: a batch's child grading
       options.slot = static_cast<int>(parse_integer(arg, value(), 0, 63));
     } else if (!arg.empty() && arg[0] == '-') {
@@ -127,7 +135,9 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     return options;
   }
   if (batch_only) {
-    throw UsageError("--jobs, --out, --gradebook, --regrade and --similarity go with --batch DIR");
+    throw UsageError(
+        "--jobs, --out, --gradebook, --regrade, --similarity, --list and --task go with --batch "
+        "DIR");
   }
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
   return options;

@@ -24,7 +24,9 @@ struct Options {
   std::string batch, out, gradebook;
   int jobs = 1;
   bool regrade = false;
-  bool similarity = false;  // --similarity: the most similar hand-ins, per student file
+  bool similarity = false;          // --similarity: the most similar hand-ins, per student file
+  bool list = false;                // --list: print the hand-ins found (and fix the batch's seed)
+  std::optional<std::size_t> task;  // --task K: grade hand-in K only (a job array's task)
 };
 
 struct UsageError : std::runtime_error {

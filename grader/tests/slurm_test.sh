@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Kit test of scripts/grade-class-slurm.sh against a real single-node Slurm cluster that this
+# test starts and stops itself (munged, slurmctld and slurmd, with their own configuration,
+# key, sockets, ports and state under the work directory; nothing of the machine's own Slurm or
+# munge is touched or left running). Three hand-ins graded through a job array must give the
+# gradebook a local `dtk-grade --batch` gives with the same seed.
+#
+# usage: slurm_test.sh <kit source dir> <dtk-grade> <work dir>
+set -euo pipefail
+root=$1 grade=$2 work=$3
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+[ "$(id -u)" = 0 ] || { echo "slurm test: needs root (slurmd runs jobs as their user); skipped"; exit 77; }
+for tool in munged slurmctld slurmd sbatch scontrol; do
+  command -v "$tool" > /dev/null || { echo "slurm test: $tool is not installed (slurm-wlm, munge); skipped"; exit 77; }
+done
+rm -rf "$work"
+mkdir -p "$work"/{munge,state,spool,log}
+work=$(cd "$work" && pwd)
+
+# --- the cluster -----------------------------------------------------------------------------
+export SLURM_CONF=$work/slurm.conf
+stop_cluster() {
+  scontrol shutdown > /dev/null 2>&1 || true
+  for pid_file in "$work/slurmctld.pid" "$work/slurmd.pid" "$work/munge/munged.pid"; do
+    [ -f "$pid_file" ] && kill "$(cat "$pid_file")" 2> /dev/null || true
+  done
+  sleep 1
+  for pid_file in "$work/slurmctld.pid" "$work/slurmd.pid" "$work/munge/munged.pid"; do
+    [ -f "$pid_file" ] && kill -9 "$(cat "$pid_file")" 2> /dev/null || true
+  done
+}
+trap stop_cluster EXIT
+chmod 700 "$work/munge"
+head -c 1024 /dev/urandom > "$work/munge/munge.key"
+chmod 400 "$work/munge/munge.key"
+munged --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
+  --pid-file="$work/munge/munged.pid" --log-file="$work/log/munged.log" \
+  --seed-file="$work/munge/munged.seed" --force
+host=$(hostname -s)
+# Ports of our own, away from a system Slurm's 6817/6818.
+port=$((20000 + $$ % 20000))
+cat > "$SLURM_CONF" << EOF
+ClusterName=dtk-selftest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$work/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/log/slurmctld.log
+SlurmdLogFile=$work/log/slurmd.log
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MpiDefault=none
+NodeName=$host CPUs=$(nproc) State=UNKNOWN
+PartitionName=grading Nodes=$host Default=YES MaxTime=INFINITE State=UP
+EOF
+slurmctld
+slurmd
+for _ in $(seq 50); do
+  sinfo -h -o %T 2> /dev/null | grep -q idle && break
+  sleep 0.2
+done
+sinfo -h -o %T | grep -q idle || { tail "$work/log/slurmctld.log" "$work/log/slurmd.log"; fail "the node never became idle"; }
+echo "cluster up: $(sinfo -h -o '%P %D %T %N')"
+
+# --- the class -------------------------------------------------------------------------------
+mapfile -t files < <(grep '^[^#]' "$root/starter/handin/assignment1.txt")
+class=$work/class
+mkdir -p "$class/bob"
+tar -cf "$class/alice.tar" -C "$root/solutions" "${files[@]}"
+(cd "$root/starter" && cp --parents "${files[@]}" "$class/bob/")
+mkdir -p "$class/carol"
+(cd "$root/solutions" && cp --parents "${files[@]}" "$class/carol/")
+patch -s -p1 -d "$class/carol" < "$root/grader/tests/submissions/wrong_split_modulo.patch"
+
+"$root/scripts/grade-class-slurm.sh" --grader "$grade" --out "$work/slurm-graded" --seed 7 \
+  "$class" -- --time=10 > "$work/slurm.log" 2>&1 || { cat "$work/slurm.log"; fail "grade-class-slurm.sh failed"; }
+cat "$work/slurm.log"
+ls "$work/slurm-graded/slurm/"task-*.log > /dev/null 2>&1 || fail "no task ran through Slurm"
+"$grade" --batch "$class" --out "$work/local-graded" --seed 7 > "$work/local.log" 2>&1 ||
+  { cat "$work/local.log"; fail "the local batch failed"; }
+# Everything but the seconds each grading took.
+columns() { cut -d, -f1-10,12 "$1"; }
+diff <(columns "$work/local-graded/gradebook.csv") <(columns "$work/slurm-graded/gradebook.csv") ||
+  fail "Slurm's gradebook differs from the local one"
+columns "$work/slurm-graded/gradebook.csv" | sed 's/^/    /'
+pids=$(cat "$work/slurmctld.pid" "$work/slurmd.pid" "$work/munge/munged.pid")
+stop_cluster
+trap - EXIT
+for pid in $pids; do
+  if kill -0 "$pid" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status"; then
+    fail "a daemon of the test is still running: $(ps -o pid=,args= -p "$pid")"
+  fi
+done
+echo "PASS"
