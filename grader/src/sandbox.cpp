@@ -486,6 +486,9 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
               "size=4k,mode=0555");
       }
       mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777");
+      // A /proc of its own that lists only the sandbox user's processes (hidepid=2): in a batch,
+      // one slot's submission cannot see another's, let alone the grader's.
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
     }
     const int address_space =
         command.address_space_mb ? command.address_space_mb : limits_.address_space_mb;

@@ -5,7 +5,8 @@
 // dtk-sandbox (created on first use; "nobody" if that fails; dtk-sandbox<k> in job slot k of a
 // batch), in its own session, with resource
 // limits, no way to regain privileges, and, where the kernel allows, a private mount namespace
-// that hides the kit's source and build trees and gives it an empty /dev/shm. When dtk-grade is
+// that hides the kit's source and build trees, gives it an empty /dev/shm and a /proc that lists
+// only the sandbox user's own processes. When dtk-grade is
 // not root (--no-sandbox), commands run as the caller, in their own session, with the same limits.
 //
 // Root never acts on a path the sandbox user could have created or replaced: the directories
