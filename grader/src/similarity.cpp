@@ -85,22 +85,6 @@ std::string flat(std::string file) {
   return file;
 }
 
-std::string html(const std::string& text) {
-  std::string out;
-  for (char c : shown_text(text)) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream file(path);
   return std::string(std::istreambuf_iterator<char>(file), {});
@@ -111,16 +95,18 @@ void write_view(const std::string& dir, const SimilarPair& pair, const std::stri
   const std::string a = pair.a + ".cpp", b = pair.b + ".cpp";
   const std::string runs = output_of({"sim_c++", "-w", "180", a, b}, dir);
   std::ofstream page(path, std::ios::trunc);
-  page << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>" << html(pair.a)
-       << " and " << html(pair.b) << "</title><style>body{font-family:sans-serif;margin:1em}"
+  page << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>"
+       << shown_html(pair.a) << " and " << shown_html(pair.b)
+       << "</title><style>body{font-family:sans-serif;margin:1em}"
        << "pre{font-size:12px;white-space:pre;overflow:auto}.two{display:flex;gap:1em}"
-       << ".two>div{flex:1;min-width:0}</style></head><body>\n<h1>" << html(pair.file) << ": "
-       << html(pair.a) << " and " << html(pair.b) << ", " << pair.percent << " %</h1>\n"
+       << ".two>div{flex:1;min-width:0}</style></head><body>\n<h1>" << shown_html(pair.file) << ": "
+       << shown_html(pair.a) << " and " << shown_html(pair.b) << ", " << pair.percent << " %</h1>\n"
        << "<p>The starter's lines are left out of both. Below, sim_c++'s runs of matching "
           "tokens (identifiers, layout and comments aside), then both files.</p>\n<pre>"
-       << html(runs) << "</pre>\n<div class='two'><div><h2>" << html(pair.a) << "</h2><pre>"
-       << html(read_text(dir + "/" + a)) << "</pre></div><div><h2>" << html(pair.b) << "</h2><pre>"
-       << html(read_text(dir + "/" + b)) << "</pre></div></div></body></html>\n";
+       << shown_html(runs) << "</pre>\n<div class='two'><div><h2>" << shown_html(pair.a)
+       << "</h2><pre>" << shown_html(read_text(dir + "/" + a)) << "</pre></div><div><h2>"
+       << shown_html(pair.b) << "</h2><pre>" << shown_html(read_text(dir + "/" + b))
+       << "</pre></div></div></body></html>\n";
 }
 
 }  // namespace

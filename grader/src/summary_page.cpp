@@ -15,29 +15,6 @@ constexpr int kBins = 10;               // a histogram's bars: tenths of the max
 constexpr std::size_t kTopFailed = 10;  // the tests failed most often, listed
 constexpr std::size_t kSampleChars = 1500;
 
-std::string html(const std::string& text) {
-  std::string out;
-  for (char c : shown_text(text)) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string number(const char* format, double value) {
   char text[32];
   std::snprintf(text, sizeof text, format, value);
@@ -61,9 +38,10 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
   const int width = 34, gap = 4, height = 110, left = 10, top = 28, axis = top + height;
   std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" +
                     std::to_string(left * 2 + kBins * (width + gap)) + "' height='" +
-                    std::to_string(axis + 34) + "' role='img' aria-label='" + html(title) + "'>";
+                    std::to_string(axis + 34) + "' role='img' aria-label='" + shown_html(title) +
+                    "'>";
   svg += "<text x='" + std::to_string(left) + "' y='16' font-size='13' font-weight='bold'>" +
-         html(title) + "</text>";
+         shown_html(title) + "</text>";
   for (int b = 0; b < kBins; ++b) {
     const int x = left + b * (width + gap), h = bins[b] * height / most;
     svg += "<rect x='" + std::to_string(x) + "' y='" + std::to_string(axis - h) + "' width='" +
@@ -144,9 +122,9 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
       const auto& [test, seen] = ranked[i];
       std::string sample = seen.second->failed.at(test);
       if (sample.size() > kSampleChars) sample = sample.substr(0, kSampleChars) + "\n[...]";
-      page += "<tr><td>" + html(test) + "</td><td>" + std::to_string(seen.first) + " of " +
-              std::to_string(rows.size()) + "</td><td><pre>" + html(seen.second->student) + ":\n" +
-              html(sample) + "</pre></td></tr>\n";
+      page += "<tr><td>" + shown_html(test) + "</td><td>" + std::to_string(seen.first) + " of " +
+              std::to_string(rows.size()) + "</td><td><pre>" + shown_html(seen.second->student) +
+              ":\n" + shown_html(sample) + "</pre></td></tr>\n";
     }
     page += "</table>\n";
   }
@@ -173,9 +151,9 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
         "A high percentage is a reason to look, not a verdict.</p>\n<table><tr><th>file</th>"
         "<th>hand-ins</th><th>similar</th><th></th></tr>\n";
     for (const SimilarPair& pair : similar) {
-      page += "<tr><td>" + html(pair.file) + "</td><td>" + html(pair.a) + " and " + html(pair.b) +
-              "</td><td>" + std::to_string(pair.percent) + " %</td><td><a href='" +
-              html(pair.view) + "'>side by side</a></td></tr>\n";
+      page += "<tr><td>" + shown_html(pair.file) + "</td><td>" + shown_html(pair.a) + " and " +
+              shown_html(pair.b) + "</td><td>" + std::to_string(pair.percent) +
+              " %</td><td><a href='" + shown_html(pair.view) + "'>side by side</a></td></tr>\n";
     }
     page += "</table>\n";
   }

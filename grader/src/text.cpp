@@ -68,4 +68,30 @@ std::string shown_name(std::string_view text) { return escaped(text, false); }
 
 std::string shown_text(std::string_view text) { return escaped(text, true); }
 
+std::string shown_html(std::string_view text) {
+  std::string html;
+  for (char c : shown_text(text)) {
+    switch (c) {
+      case '<':
+        html += "&lt;";
+        break;
+      case '>':
+        html += "&gt;";
+        break;
+      case '&':
+        html += "&amp;";
+        break;
+      case '"':
+        html += "&quot;";
+        break;
+      case '\'':
+        html += "&#39;";
+        break;
+      default:
+        html += c;
+    }
+  }
+  return html;
+}
+
 }  // namespace dtk::grade

@@ -15,4 +15,7 @@ std::string shown_name(std::string_view text);
 // Multi-line text (feedback, compiler output): the same, except that newlines and tabs stay.
 std::string shown_text(std::string_view text);
 
+// shown_text() for an HTML page (the batch's summary): <, >, &, " and ' escaped too.
+std::string shown_html(std::string_view text);
+
 }  // namespace dtk::grade
