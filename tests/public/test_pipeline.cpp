@@ -27,6 +27,22 @@ void expect_invalid_argument(dtk::testing::Checks& check, const std::string& cal
   }
 }
 
+// Runs `body` with a Checks of its own and passes on its first few failures, then how many more
+// there were: one mistake tends to fail every case of a loop alike.
+template <class Body>
+void report_first_few(dtk::testing::Checks& check, Body body) {
+  constexpr std::size_t kShown = 3;
+  dtk::testing::Checks all(check.rank());
+  body(all);
+  const std::vector<std::string>& failures = all.failures();
+  for (std::size_t i = 0; i < std::min(failures.size(), kShown); ++i) {
+    check.that(false, failures[i]);
+  }
+  if (failures.size() > kShown) {
+    check.that(false, "... and " + std::to_string(failures.size() - kShown) + " more like these");
+  }
+}
+
 std::string list_text(const std::vector<int>& values) {
   std::string text = "{";
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -175,9 +191,9 @@ void check_schedule(dtk::testing::Checks& check, const std::string& function, in
                     int num_stages, int num_microbatches, const std::string& expected,
                     const std::vector<dtk::PipeStep>& actual) {
   check.that(expected == schedule_text(actual),
-             function + "(stage " + std::to_string(stage) + ", " + std::to_string(num_stages) +
-                 " stages, " + std::to_string(num_microbatches) + " micro-batches):\n  expected " +
-                 expected + "\n  actual   " + schedule_text(actual));
+             function + "(" + std::to_string(stage) + ", " + std::to_string(num_stages) + ", " +
+                 std::to_string(num_microbatches) + ") (stage, num_stages, num_microbatches):" +
+                 "\n  expected " + expected + "\n  actual   " + schedule_text(actual));
 }
 
 // ----------------------------------- 8.4 ----------------------------------------------------
@@ -326,45 +342,36 @@ void check_executor(dtk::testing::Checks& check, const ScheduleMaker& make_sched
                     const std::string& schedule_name, std::size_t rows, std::size_t width) {
   dtk::Communicator world;
   const int rank = world.Get_rank();
-  std::vector<std::string> findings;  // of every run, on this rank
-  for (int p = 1; p <= kRanks; ++p) {
-    dtk::Communicator pp_comm = world.Split(/*color=*/rank / p, /*key=*/rank);
-    const int stage = pp_comm.Get_rank(), num_stages = pp_comm.Get_size();
-    for (int m : {1, 3, 8}) {
-      const std::vector<dtk::PipeStep> schedule = make_schedule(stage, num_stages, m);
-      TracingStage<T> traced(stage, num_stages, rows, width);
-      const std::uint64_t bytes_before = pp_comm.total_bytes_transferred();
-      dtk::run_pipeline_schedule(traced, schedule, pp_comm);
-      const std::uint64_t bytes_sent = pp_comm.total_bytes_transferred() - bytes_before;
+  report_first_few(check, [&](dtk::testing::Checks& each) {
+    for (int p = 1; p <= kRanks; ++p) {
+      dtk::Communicator pp_comm = world.Split(/*color=*/rank / p, /*key=*/rank);
+      const int stage = pp_comm.Get_rank(), num_stages = pp_comm.Get_size();
+      for (int m : {1, 3, 8}) {
+        const std::vector<dtk::PipeStep> schedule = make_schedule(stage, num_stages, m);
+        TracingStage<T> traced(stage, num_stages, rows, width);
+        const std::uint64_t bytes_before = pp_comm.total_bytes_transferred();
+        dtk::run_pipeline_schedule(traced, schedule, pp_comm);
+        const std::uint64_t bytes_sent = pp_comm.total_bytes_transferred() - bytes_before;
 
-      const std::string run = schedule_name + ", " + std::to_string(num_stages) + " stage(s), " +
-                              std::to_string(m) + " micro-batch(es), stage " +
-                              std::to_string(stage) + ": ";
-      if (schedule_text(traced.calls()) != schedule_text(schedule)) {
-        findings.push_back(run + "the stage's calls were\n  " + schedule_text(traced.calls()) +
-                           "\n  but the schedule is\n  " + schedule_text(schedule));
-      }
-      for (const std::string& problem : traced.problems()) findings.push_back(run + problem);
-      std::uint64_t expected_bytes = 0;  // one activation down and one gradient up per mb
-      for (int mb = 0; mb < m; ++mb) {
-        if (stage + 1 < num_stages) expected_bytes += (rows + mb) * (width + stage + 1);
-        if (stage > 0) expected_bytes += (rows + mb) * (width + stage);
-      }
-      expected_bytes *= sizeof(T);
-      if (bytes_sent != expected_bytes) {
-        findings.push_back(run + "sent " + std::to_string(bytes_sent) + " bytes, expected " +
-                           std::to_string(expected_bytes) +
-                           " (each activation and each gradient once)");
+        const std::string run = schedule_name + ", " + std::to_string(num_stages) + " stage(s), " +
+                                std::to_string(m) + " micro-batch(es), stage " +
+                                std::to_string(stage) + ": ";
+        each.that(schedule_text(traced.calls()) == schedule_text(schedule),
+                  run + "the stage's calls were\n  " + schedule_text(traced.calls()) +
+                      "\n  but the schedule is\n  " + schedule_text(schedule));
+        for (const std::string& problem : traced.problems()) each.that(false, run + problem);
+        std::uint64_t expected_bytes = 0;  // one activation down and one gradient up per mb
+        for (int mb = 0; mb < m; ++mb) {
+          if (stage + 1 < num_stages) expected_bytes += (rows + mb) * (width + stage + 1);
+          if (stage > 0) expected_bytes += (rows + mb) * (width + stage);
+        }
+        expected_bytes *= sizeof(T);
+        each.that(bytes_sent == expected_bytes,
+                  run + "sent " + std::to_string(bytes_sent) + " bytes, expected " +
+                      std::to_string(expected_bytes) + " (each activation and each gradient once)");
       }
     }
-  }
-  // One mistake tends to repeat in every run: the first few findings say enough.
-  constexpr std::size_t kShown = 3;
-  for (std::size_t i = 0; i < std::min(findings.size(), kShown); ++i)
-    check.that(false, findings[i]);
-  if (findings.size() > kShown) {
-    check.that(false, "... and " + std::to_string(findings.size() - kShown) + " more like these");
-  }
+  });
 }
 
 // (64 + mb) x (4096 + b) values: at least 1 MB of float, far above MPI's eager limit.
@@ -401,14 +408,16 @@ TEST_CASE("Part 8 | partition_layers: real models (parameter counts)", "[part8]"
 TEST_CASE("Part 8 | partition_layers: optimal on random costs (brute force)", "[part8]") {
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     std::mt19937 random(8);  // the same costs on every rank and every run
-    for (int trial = 0; trial < 200; ++trial) {
-      const int n = 1 + static_cast<int>(random() % 9);
-      const int num_stages = 1 + static_cast<int>(random() % n);
-      std::vector<double> costs(n);
-      // Integers, so that every sum is exact; zeros and repeats included.
-      for (double& c : costs) c = static_cast<double>(random() % 10);
-      check_partition(check, costs, num_stages, brute_force_optimum(costs, num_stages));
-    }
+    report_first_few(check, [&random](dtk::testing::Checks& each) {
+      for (int trial = 0; trial < 200; ++trial) {
+        const int n = 1 + static_cast<int>(random() % 9);
+        const int num_stages = 1 + static_cast<int>(random() % n);
+        std::vector<double> costs(n);
+        // Integers, so that every sum is exact; zeros and repeats included.
+        for (double& c : costs) c = static_cast<double>(random() % 10);
+        check_partition(each, costs, num_stages, brute_force_optimum(costs, num_stages));
+      }
+    });
   });
 }
 
@@ -490,16 +499,19 @@ TEST_CASE(
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     check_schedule(check, "gpipe_schedule", 1, 4, 3, "F0 F1 F2 B0 B1 B2",
                    dtk::gpipe_schedule(1, 4, 3));
-    for (int p = 1; p <= 5; ++p) {
-      for (int m = 1; m <= 9; ++m) {
-        for (int s = 0; s < p; ++s) {
-          check_schedule(check, "gpipe_schedule", s, p, m, schedule_text(expected_gpipe(m)),
-                         dtk::gpipe_schedule(s, p, m));
-          check_schedule(check, "one_f_one_b_schedule", s, p, m,
-                         schedule_text(expected_1f1b(s, p, m)), dtk::one_f_one_b_schedule(s, p, m));
+    report_first_few(check, [](dtk::testing::Checks& each) {
+      for (int p = 1; p <= 5; ++p) {
+        for (int m = 1; m <= 9; ++m) {
+          for (int s = 0; s < p; ++s) {
+            check_schedule(each, "gpipe_schedule", s, p, m, schedule_text(expected_gpipe(m)),
+                           dtk::gpipe_schedule(s, p, m));
+            check_schedule(each, "one_f_one_b_schedule", s, p, m,
+                           schedule_text(expected_1f1b(s, p, m)),
+                           dtk::one_f_one_b_schedule(s, p, m));
+          }
         }
       }
-    }
+    });
   });
 }
 
