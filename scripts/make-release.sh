@@ -41,10 +41,11 @@ for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done
 cp "$root/release/CMakeLists.txt" "$root/release/Makefile" "$staging/$bundle/"
-# Assignment 2's Part 7 (its student file, public test and program) is not assignment 1's: the
-# bundle's build leaves out what is absent.
+# Assignment 2's Parts 7 and 8 (their student files, public tests and program) are not
+# assignment 1's: the bundle's build leaves out what is absent.
 rm -r "$staging/$bundle/starter/collectives" "$staging/$bundle/starter/programs/collectives_bench.cpp" \
-  "$staging/$bundle/tests/public/test_collectives.cpp"
+  "$staging/$bundle/tests/public/test_collectives.cpp" \
+  "$staging/$bundle/starter/pipeline" "$staging/$bundle/tests/public/test_pipeline.cpp"
 
 mkdir -p "$out_dir"
 archive="$(cd "$out_dir" && pwd)/$bundle.tar.gz"

@@ -44,7 +44,8 @@ std::string broadcast_from_root(std::string text) {
 std::string program_name = "<this test>";
 
 // Ends the process if a test case runs longer than DTK_TEST_TIMEOUT seconds (default 60): the
-// usual cause is a rank waiting in a collective that the other ranks never entered.
+// usual cause is a rank waiting in a collective that the other ranks never entered, or two
+// ranks each blocked in a Send to the other.
 class Watchdog {
  public:
   ~Watchdog() {
@@ -87,7 +88,8 @@ class Watchdog {
         std::cerr << "\n[rank " << world_rank() << "] test case \"" << test_case_
                   << "\" is still running after " << limit().count()
                   << " s: probably a rank is waiting in a collective the other ranks never "
-                     "entered (or a loop never ends). Stopping "
+                     "entered, or in a Send or Recv that no rank matches (or a loop never "
+                     "ends). Stopping "
                   << program_name << ".\n"
                   << std::flush;
         std::_Exit(3);

@@ -10,6 +10,9 @@
 //   get_optimal_N_D
 //   my_allreduce, my_allgather,       my_collectives.hpp              Part 7 (you)
 //   my_reduce_scatter, my_alltoall
+//   partition_layers, *_schedule,     pipeline.hpp                    Part 8 (you)
+//   get_pipeline_info, PipelineStage,
+//   run_pipeline_schedule
 #pragma once
 
 #include "dtk/communicator.hpp"
@@ -18,5 +21,6 @@
 #include "dtk/model_training_cost_analysis.hpp"
 #include "dtk/my_collectives.hpp"
 #include "dtk/not_implemented.hpp"
+#include "dtk/pipeline.hpp"
 #include "dtk/rank_groups.hpp"
 #include "dtk/rank_output.hpp"

@@ -4,6 +4,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include <xtensor/xview.hpp>
 
@@ -24,16 +25,22 @@ Matrix random_normal(std::size_t rows, std::size_t cols, float scale, std::mt199
 
 }  // namespace
 
+LayerWeights initial_layer_weights(int in_dim, int out_dim, std::uint32_t seed) {
+  // The classic's scales.
+  std::mt19937 rng(seed);
+  Matrix weight = random_normal(in_dim, out_dim, 1.0f / std::sqrt(float(in_dim)), rng);
+  Matrix bias = random_normal(1, out_dim, 1.0f / std::sqrt(float(out_dim)), rng);
+  return {std::move(weight), std::move(bias)};
+}
+
 FCLayer::FCLayer(const Communicator& comm, const Parallelism& parallelism, bool is_fc1, int in_dim,
                  int out_dim, std::uint32_t seed)
     : is_fc1_(is_fc1),
       parallelism_(parallelism),
       info_(get_info(comm, comm.Get_rank(), parallelism.mp_size, parallelism.dp_size, is_fc1,
                      parallelism.megatron, in_dim, out_dim)) {
-  // The full W and b, drawn the same way on every rank (the classic's scales).
-  std::mt19937 rng(seed);
-  const Matrix full_weight = random_normal(in_dim, out_dim, 1.0f / std::sqrt(float(in_dim)), rng);
-  const Matrix full_bias = random_normal(1, out_dim, 1.0f / std::sqrt(float(out_dim)), rng);
+  // The full W and b, drawn the same way on every rank.
+  const auto [full_weight, full_bias] = initial_layer_weights(in_dim, out_dim, seed);
 
   // This rank's slice: rows of W for Megatron's fc2, columns of W and b otherwise.
   const bool split_by_rows = parallelism.megatron && !is_fc1;

@@ -24,6 +24,14 @@
 
 namespace dtk {
 
+// The starting weights of a fully connected layer in_dim -> out_dim: W (in_dim, out_dim) from
+// N(0, 1 / in_dim) and then b (1, out_dim) from N(0, 1 / out_dim), drawn from a generator seeded
+// with `seed`. The same on every rank and in every layout: layers keep slices of these.
+struct LayerWeights {
+  Matrix weight, bias;
+};
+LayerWeights initial_layer_weights(int in_dim, int out_dim, std::uint32_t seed);
+
 // How the ranks share the training: mp_size * dp_size ranks, each model-parallel group split
 // naive or Megatron style.
 struct Parallelism {
