@@ -34,6 +34,24 @@ const std::vector<CheckInfo>& all_checks() {
       {"my_allgather", CaseKind::buffer, true, true, {}},
       {"my_reduce_scatter", CaseKind::buffer, true, true, {}, true},
       {"my_alltoall", CaseKind::buffer, true, true, {}, false, "MPI_Alltoall"},
+      {"partition_layers",
+       CaseKind::pipeline,
+       false,
+       false,
+       {"a valid partition", "the largest stage as small as possible"}},
+      {"gpipe_clock_cycles", CaseKind::pipeline, false, false, {}},
+      {"gpipe_schedule", CaseKind::pipeline, false, false, {}},
+      {"one_f_one_b_schedule", CaseKind::pipeline, false, false, {}},
+      {"get_pipeline_info",
+       CaseKind::layout,
+       true,
+       false,
+       {"pp_idx", "pp_comm: members and order", "stage_comm: members and order"}},
+      {"run_pipeline_schedule",
+       CaseKind::pipeline,
+       true,
+       true,
+       {"the order of forward and backward calls", "activations received", "gradients received"}},
   };
   return checks;
 }
@@ -54,7 +72,8 @@ const CheckInfo& TestCase::check() const { return *find_check(function); }
 
 int TestCase::ranks() const {
   if (!check().collective) return 1;
-  return check().kind == CaseKind::buffer ? p : mp * dp;
+  const CaseKind kind = check().kind;
+  return kind == CaseKind::buffer || kind == CaseKind::pipeline ? p : mp * dp * pp;
 }
 
 std::string TestCase::case_text() const {
@@ -67,8 +86,18 @@ std::string TestCase::case_text() const {
         "p=" + std::to_string(p) + " count=" + std::to_string(count) + " " + type;
     return op.empty() ? text : text + " " + op;
   }
+  if (check().kind == CaseKind::pipeline) {
+    std::string text = "p=" + std::to_string(p);
+    if (m > 0) text += " m=" + std::to_string(m);
+    if (layers > 0) text += " layers=" + std::to_string(layers);
+    if (!schedule.empty()) text += " " + schedule;
+    if (!type.empty()) text += " " + type;
+    if (width > 0) text += " width=" + std::to_string(width);
+    return text;
+  }
   if (check().kind != CaseKind::layout) return arg;
   std::string text = "mp=" + std::to_string(mp) + " dp=" + std::to_string(dp);
+  if (pp != 1) text += " pp=" + std::to_string(pp);
   return type.empty() ? text : text + " " + type;
 }
 
@@ -98,14 +127,54 @@ TestCase parse_layout(const CheckInfo& check, const std::string& text) {
       test.mp = grid_size(token, check.function, text);
     } else if (token.rfind("dp=", 0) == 0) {
       test.dp = grid_size(token, check.function, text);
+    } else if (token.rfind("pp=", 0) == 0) {
+      test.pp = grid_size(token, check.function, text);
     } else if (check.typed && (token == "float" || token == "double")) {
       test.type = token;
     } else {
       bad_case(check.function, text,
-               "unknown word \"" + token + "\" (expected mp=M, dp=D" +
+               "unknown word \"" + token + "\" (expected mp=M, dp=D, pp=P" +
                    (check.typed ? ", float or double)" : ")"));
     }
   }
+  if (check.typed && test.type.empty())
+    bad_case(check.function, text, "says neither float nor double");
+  return test;
+}
+
+// "p=4 m=8 layers=12 1f1b float width=4096": key=value numbers and words, in any order.
+TestCase parse_pipeline(const CheckInfo& check, const std::string& text) {
+  TestCase test;
+  test.function = check.function;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    const std::size_t equals = token.find('=');
+    const std::string key = equals == std::string::npos ? "" : token.substr(0, equals);
+    char* end = nullptr;
+    const long long value = key.empty() ? 0 : std::strtoll(token.c_str() + equals + 1, &end, 10);
+    const bool number = !key.empty() && equals + 1 < token.size() && *end == '\0';
+    if (key == "p" && number && value >= 1 && value <= 64) {
+      test.p = static_cast<int>(value);
+    } else if (key == "m" && number && value >= 1 && value <= 1000) {
+      test.m = static_cast<int>(value);
+    } else if (key == "layers" && number && value >= 1 && value <= 1000) {
+      test.layers = static_cast<int>(value);
+    } else if (key == "width" && number && value >= 1 && value <= (1 << 22)) {
+      test.width = static_cast<std::size_t>(value);
+    } else if (token == "gpipe" || token == "1f1b") {
+      test.schedule = token;
+    } else if (check.typed && (token == "float" || token == "double")) {
+      test.type = token;
+    } else {
+      bad_case(check.function, text,
+               "unknown word \"" + token +
+                   "\" (expected p=P, m=M, layers=L, width=W, gpipe, "
+                   "1f1b" +
+                   std::string(check.typed ? ", float or double)" : ")"));
+    }
+  }
+  if (test.m == 0 && test.layers == 0)
+    bad_case(check.function, text, "says neither m=M nor layers=L");
   if (check.typed && test.type.empty())
     bad_case(check.function, text, "says neither float nor double");
   return test;
@@ -233,6 +302,8 @@ TestCase parse_test_case(const std::string& function, const std::string& case_te
       return parse_config(*check, case_text);
     case CaseKind::buffer:
       return parse_buffer(*check, case_text);
+    case CaseKind::pipeline:
+      return parse_pipeline(*check, case_text);
   }
   bad_case(function, case_text, "unknown kind of check");
 }

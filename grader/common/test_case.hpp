@@ -18,6 +18,10 @@
 //           "speed p=P bytes=B repetitions=N": times the function against its MPI counterpart
 //           (CheckInfo::timed_against) on B bytes of floats, summed; the speed bonus's
 //           measurement, planned by the grader from the manifest's speed_bonus
+//   pipeline "p=P m=M [layers=L] [gpipe|1f1b] [float|double] [width=W]" (assignment 2, Part 8):
+//           P stages, M micro-batches, L layers to partition, the schedule, the value type and
+//           the activation width; the run_pipeline_schedule checks run on P ranks
+//   layout   with "pp=P" too for get_pipeline_info: the (mp, dp, pp) grid of mp * dp * pp ranks
 #pragma once
 
 #include <cstddef>
@@ -26,7 +30,7 @@
 
 namespace dtk::grade {
 
-enum class CaseKind { layout, config, budget, buffer };
+enum class CaseKind { layout, config, budget, buffer, pipeline };
 
 // What the grader and the runner both need to know about a checked function. The runner's
 // code for it registers itself next to that code (DTK_GRADE_CHECK) and the runner refuses to
@@ -62,6 +66,10 @@ struct TestCase {
   std::string op;         // buffer checks that reduce: "sum", "min" or "max"
   std::size_t bytes = 0;  // speed measurements: the message size
   int repetitions = 0;    // speed measurements: how many timings of each (0: not one)
+  int pp = 1;             // layout checks: pipeline stages (get_pipeline_info)
+  int m = 0, layers = 0;  // pipeline checks: micro-batches, layers to partition
+  std::size_t width = 0;  // pipeline checks: activation width (0: the check's default)
+  std::string schedule;   // pipeline checks: "gpipe" or "1f1b"
 
   const CheckInfo& check() const;
   int ranks() const;  // MPI ranks the test runs on

@@ -231,6 +231,7 @@ Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& 
   }
   if (!actual.finished) {
     verdict.output = whole_lines(actual.problem);
+    if (!verdict.output.empty() && verdict.output.back() != '\n') verdict.output += "\n";
     return verdict;
   }
   // Identical findings of several ranks are reported once.

@@ -70,8 +70,9 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
   for (const TestOutput& output : outputs) {
     if (output.timed_out) {
       return "did not finish within " + std::to_string(launcher.test_seconds) +
-             " s: probably a deadlock (some ranks wait in a collective the others never enter, "
-             "or call them in a different order) or an endless loop";
+             " s: probably a deadlock (ranks waiting for each other: in a collective the others "
+             "never enter or call in another order, or in a Send or Recv no rank matches) or an "
+             "endless loop\n";
     }
   }
   if (outcome.over_limit == "memory") {

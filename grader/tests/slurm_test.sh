@@ -33,6 +33,7 @@ stop_cluster() {
   done
 }
 trap stop_cluster EXIT
+trap 'exit 143' TERM INT  # a CTest timeout still stops the daemons (through the EXIT trap)
 chmod 700 "$work/munge"
 head -c 1024 /dev/urandom > "$work/munge/munge.key"
 chmod 400 "$work/munge/munge.key"
@@ -40,8 +41,10 @@ munged --key-file="$work/munge/munge.key" --socket="$work/munge/munge.socket" \
   --pid-file="$work/munge/munged.pid" --log-file="$work/log/munged.log" \
   --seed-file="$work/munge/munged.seed" --force
 host=$(hostname -s)
-# Ports of our own, away from a system Slurm's 6817/6818.
+# Two free ports of our own, away from a system Slurm's 6817/6818.
+port_in_use() { ss -Htan "sport = :$1" | grep -q .; }
 port=$((20000 + $$ % 20000))
+while port_in_use "$port" || port_in_use "$((port + 1))"; do port=$((port + 2)); done
 cat > "$SLURM_CONF" << EOF
 ClusterName=dtk-selftest
 SlurmctldHost=$host
@@ -70,11 +73,13 @@ PartitionName=grading Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 slurmctld
 slurmd
-for _ in $(seq 50); do
-  sinfo -h -o %T 2> /dev/null | grep -q idle && break
-  sleep 0.2
+# Up to 20 s for the node to come up; sinfo gives up after 2 s when the controller is not there.
+for _ in $(seq 40); do
+  timeout 2 sinfo -h -o %T 2> /dev/null | grep -q idle && break
+  sleep 0.5
 done
-sinfo -h -o %T | grep -q idle || { tail "$work/log/slurmctld.log" "$work/log/slurmd.log"; fail "the node never became idle"; }
+timeout 2 sinfo -h -o %T 2> /dev/null | grep -q idle ||
+  { tail "$work/log/slurmctld.log" "$work/log/slurmd.log"; fail "the node never became idle"; }
 echo "cluster up: $(sinfo -h -o '%P %D %T %N')"
 
 # --- the class -------------------------------------------------------------------------------
@@ -87,8 +92,9 @@ mkdir -p "$class/carol"
 (cd "$root/solutions" && cp --parents "${files[@]}" "$class/carol/")
 patch -s -p1 -d "$class/carol" < "$root/grader/tests/submissions/wrong_split_modulo.patch"
 
-"$root/scripts/grade-class-slurm.sh" --grader "$grade" --out "$work/slurm-graded" --seed 7 \
-  "$class" -- --time=10 > "$work/slurm.log" 2>&1 || { cat "$work/slurm.log"; fail "grade-class-slurm.sh failed"; }
+timeout 300 "$root/scripts/grade-class-slurm.sh" --grader "$grade" --out "$work/slurm-graded" \
+  --seed 7 "$class" -- --time=10 > "$work/slurm.log" 2>&1 ||
+  { cat "$work/slurm.log"; fail "grade-class-slurm.sh failed or took more than 300 s"; }
 cat "$work/slurm.log"
 ls "$work/slurm-graded/slurm/"task-*.log > /dev/null 2>&1 || fail "no task ran through Slurm"
 "$grade" --batch "$class" --out "$work/local-graded" --seed 7 > "$work/local.log" 2>&1 ||
