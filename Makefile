@@ -4,8 +4,9 @@
 #   make              build everything (build/)
 #   make test         build, then run every test of the kit (ctest)
 #   make grade        grade solutions/ with the hidden tests (dtk-grade; full marks expected)
-#   make handin.tar   pack the three student files of starter/ into handin.tar
-#   make release      write the student bundle dist/dtk-student.tar.gz (scripts/make-release.sh)
+#   make handin.tar [ASSIGNMENT=2]   pack an assignment's student files of starter/ into handin.tar
+#   make release [ASSIGNMENT=2]      write an assignment's student bundle: dist/dtk-student.tar.gz,
+#                     dist/dtk-student-assignment2.tar.gz (scripts/make-release.sh)
 #   make autograder.zip [ASSIGNMENT=2]   write Gradescope's autograder of an assignment,
 #                     dist/autograder-assignment<N>.zip (scripts/make-autograder.sh)
 
@@ -22,13 +23,13 @@ grade: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk-grade
 	$(BUILD_DIR)/dtk-grade solutions --results $(BUILD_DIR)/grade-results.json
 
-# The student bundle: dist/dtk-student.tar.gz (starter, public tests, handout, figs; no
-# solutions, no hidden tests). Always repacked, from the tree as it is now.
+# An assignment's student bundle (ASSIGNMENT, default 1): starter, public tests, handout, figs;
+# no solutions, no hidden tests. Always repacked, from the tree as it is now.
 .PHONY: release
 release:
-	scripts/make-release.sh dist
+	scripts/make-release.sh dist $(ASSIGNMENT)
 
 # Gradescope's autograder of one assignment (default 1): dist/autograder-assignment<N>.zip.
 .PHONY: autograder.zip
 autograder.zip:
-	scripts/make-autograder.sh $(or $(ASSIGNMENT),1) dist
+	scripts/make-autograder.sh $(ASSIGNMENT) dist

@@ -3,7 +3,8 @@
 #
 #   make              build everything into $(BUILD_DIR) (default build/)
 #   make test         build, then run the tests with ctest
-#   make handin.tar   pack the three student files of starter/ into handin.tar
+#   make handin.tar   pack the student files of starter/ into handin.tar (ASSIGNMENT=2 in the
+#                     kit: assignment 2's; a bundle knows its own assignment)
 #   make clean        remove $(BUILD_DIR) and handin.tar
 #
 # On Debian/Ubuntu every build first runs scripts/ensure-deps.sh: as root it installs missing
@@ -12,8 +13,12 @@
 BUILD_DIR ?= build
 JOBS ?= 2
 
-# The student files: starter/handin/assignment1.txt, the kit's one list of them.
-STUDENT_FILES := $(shell grep '^[^\#]' starter/handin/assignment1.txt)
+# The student files: starter/handin/assignment<N>.txt, the kit's one list of them.
+ASSIGNMENT ?= 1
+STUDENT_FILES := $(shell grep '^[^\#]' starter/handin/assignment$(ASSIGNMENT).txt 2> /dev/null)
+ifeq ($(STUDENT_FILES),)
+  $(error there is no assignment "$(ASSIGNMENT)": starter/handin/assignment$(ASSIGNMENT).txt lists no student file)
+endif
 
 .PHONY: all deps configure test clean
 
@@ -29,12 +34,12 @@ configure: deps
 test: all
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
 
-# Exactly the three student files, as plain ustar members (symbolic links replaced by the files
-# they point to: the grader takes regular files only), with no owner names.
+# Exactly the assignment's student files, as plain ustar members (symbolic links replaced by the
+# files they point to: the grader takes regular files only), with no owner names.
 handin.tar: $(addprefix starter/,$(STUDENT_FILES))
 	tar --format=ustar --dereference --owner=0 --group=0 --numeric-owner -cf $@ -C starter \
 	    $(STUDENT_FILES)
-	@echo "Wrote $@ with the three student files: hand it in."
+	@echo "Wrote $@ with assignment $(ASSIGNMENT)'s $(words $(STUDENT_FILES)) student files ($(STUDENT_FILES)): hand it in."
 
 clean:
 	rm -rf $(BUILD_DIR) handin.tar

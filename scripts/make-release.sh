@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Packs the student bundle: OUTPUT_DIR/dtk-student.tar.gz, one top directory dtk-student/.
+# Packs the student bundle of one assignment: OUTPUT_DIR/dtk-student.tar.gz (assignment 1, top
+# directory dtk-student/) or OUTPUT_DIR/dtk-student-assignment2.tar.gz (dtk-student-assignment2/).
 #
 # What students get, and nothing else (never solutions/, grader/ or tests/kit/):
-#   starter/                        the student tree, as it is now
-#   tests/harness/, tests/public/   the public tests and their MPI-aware Catch2 main
-#   handout.md, figs/               the assignment text and its figures
+#   starter/                        the student tree as it is now, with this assignment's
+#                                   student files only (starter/handin/assignment<N>.txt)
+#   tests/harness/, tests/public/   the public tests (this assignment's) and their Catch2 main
+#   handout.md, figs/               the shared sections and this assignment's, and the figures
+#                                   they show
 #   cmake/, make/, scripts/ensure-deps.sh  the kit's build modules, make targets, set-up
-#   CMakeLists.txt, Makefile        the bundle's own top level, from release/
+#   CMakeLists.txt, Makefile        the bundle's own top level, from release/ (its Makefile
+#                                   knows the assignment: `make handin.tar` packs its files)
+# What belongs to one assignment only is declared in release/assignment<N>.txt (public tests,
+# programs, data) and, in handout.md, between <!-- dtk:only N --> and <!-- dtk:end -->.
 #
-# usage: scripts/make-release.sh [OUTPUT_DIR]      (default: dist/ of the kit; `make release`)
+# usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT]
+#        (defaults: dist/ of the kit, 1; `make release [ASSIGNMENT=2]`)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out_dir=${1:-$root/dist}
-bundle=dtk-student
-mapfile -t student_files < <(grep '^[^#]' "$root/starter/handin/assignment1.txt")
+assignment=${2:-1}
 
 die() {
   echo "make-release: $*" >&2
   exit 1
 }
+[ -f "$root/starter/handin/assignment$assignment.txt" ] && [ -f "$root/release/assignment$assignment.txt" ] ||
+  die "there is no assignment \"$assignment\" (each has starter/handin/assignment<N>.txt and release/assignment<N>.txt)"
+bundle=dtk-student
+[ "$assignment" = 1 ] || bundle=dtk-student-assignment$assignment
+listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments dropped
+mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
 shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh)
@@ -40,12 +52,35 @@ mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts"
 for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done
-cp "$root/release/CMakeLists.txt" "$root/release/Makefile" "$staging/$bundle/"
-# Assignment 2's Parts 7 and 8 (their student files, public tests and program) are not
-# assignment 1's: the bundle's build leaves out what is absent.
-rm -r "$staging/$bundle/starter/collectives" "$staging/$bundle/starter/programs/collectives_bench.cpp" \
-  "$staging/$bundle/tests/public/test_collectives.cpp" \
-  "$staging/$bundle/starter/pipeline" "$staging/$bundle/tests/public/test_pipeline.cpp"
+cp "$root/release/CMakeLists.txt" "$staging/$bundle/"
+{
+  echo "# The assignment this bundle is: make handin.tar packs starter/handin/assignment$assignment.txt's files."
+  echo "ASSIGNMENT := $assignment"
+  cat "$root/release/Makefile"
+} > "$staging/$bundle/Makefile"
+
+# The other assignments: their student files, their lists, their own tests and programs.
+for list in "$root"/starter/handin/assignment*.txt; do
+  other=$(basename "$list" .txt)
+  other=${other#assignment}
+  [ "$other" != "$assignment" ] || continue
+  for file in $(listed "$list"); do rm -f "$staging/$bundle/starter/$file"; done
+  for path in $(listed "$root/release/assignment$other.txt"); do rm -rf "$staging/$bundle/$path"; done
+  rm "$staging/$bundle/starter/handin/assignment$other.txt"
+done
+find "$staging/$bundle/starter" -type d -empty -delete
+
+# The handout: the shared sections and this assignment's. The markers are HTML comments, so the
+# kit's handout.md shows every section and GitHub renders none of the markers.
+awk -v keep="$assignment" '
+  /^<!-- dtk:only [0-9]+ -->$/ { skipping = ($3 != keep); next }
+  /^<!-- dtk:end -->$/ { skipping = 0; next }
+  !skipping { print }' "$root/handout.md" > "$staging/$bundle/handout.md"
+grep -q 'dtk:only\|dtk:end' "$staging/$bundle/handout.md" && die "handout.md has a marker the release cannot read"
+# Only the figures that handout shows.
+for svg in "$staging/$bundle"/figs/*; do
+  grep -q "figs/$(basename "$svg")" "$staging/$bundle/handout.md" || rm "$svg"
+done
 
 mkdir -p "$out_dir"
 archive="$(cd "$out_dir" && pwd)/$bundle.tar.gz"
@@ -56,5 +91,5 @@ tar -C "$staging" --sort=name --owner=0 --group=0 --numeric-owner -cf - "$bundle
 
 count=$(tar -tzf "$archive" | grep -vc '/$')
 size=$(du -h "$archive" | cut -f1)
-echo "Wrote $archive: $count files, $size."
+echo "Wrote $archive (assignment $assignment): $count files, $size."
 echo "Students: tar -xzf $bundle.tar.gz && cd $bundle && make test   (handout.md tells the rest)"

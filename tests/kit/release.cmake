@@ -20,12 +20,19 @@ add_test(NAME kit_source_check_self_test
 add_test(NAME kit_figures COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/check_figures.sh
                                   ${PROJECT_SOURCE_DIR})
 
-# The bundle, end to end: pack, unpack, build, stubs fail, reference passes, handin grades full.
+# Each assignment's bundle, end to end: pack, unpack, build, stubs fail, reference passes,
+# handin grades full.
 # It builds a whole student tree (about a minute with -j2, hence PROCESSORS 2) and grades once.
 # dtk-grade is defined in grader/, added after tests/: TARGET_EXISTS is evaluated at generate
 # time, so this sees it; without it the test fails at its last step with a clear message.
-add_test(NAME kit_release_bundle
-         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
-                 $<TARGET_FILE:dtk_source_check>
-                 --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>>)
-set_tests_properties(kit_release_bundle PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
+foreach(assignment 1 2)
+  set(name kit_release_bundle)
+  if(assignment EQUAL 2)
+    set(name kit_release_bundle_assignment2)
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
+                   $<TARGET_FILE:dtk_source_check>
+                   --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> ${assignment})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
+endforeach()

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -246,7 +247,9 @@ std::string describe(double value, int num_stages) {
 }
 
 std::string shape_text(const std::array<std::size_t, 2>& shape) {
-  return "(" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ")";
+  std::ostringstream text;
+  text << "(" << shape[0] << ", " << shape[1] << ")";
+  return text.str();
 }
 
 // One stage of a pipeline for the executor tests. It records the order of the calls it gets

@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Kit self-test of the student bundle, end to end, as a student and then the grader meet it:
-#   1. `scripts/make-release.sh` packs it; it unpacks into an empty directory as dtk-student/;
-#   2. it holds what students need and no solution code or hidden test;
+# Kit self-test of an assignment's student bundle, end to end, as a student and then the grader
+# meet it:
+#   1. `scripts/make-release.sh` packs it; it unpacks into an empty directory, one top directory;
+#   2. it holds what students need, nothing of the other assignment (student files, public
+#      tests, programs, handout sections) and no solution code or hidden test;
 #   3. its `make` builds it;
 #   4. its `make test` fails, every public test with NotImplemented (the stubs);
 #   5. with the reference files copied in, `make test` passes;
-#   6. its `make handin.tar` packs the three student files, and dtk-grade gives full marks.
+#   6. its `make handin.tar` packs its student files, and dtk-grade gives full marks.
 #
 # usage: test_bundle.sh <kit source dir> <dtk_source_check> --grader=<dtk-grade, or empty>
+#                       [ASSIGNMENT]   (default 1)
 # Set DTK_KEEP_BUNDLE_TEST=1 to keep the scratch directory for a look.
 set -euo pipefail
-root=$1 check=$2 grader=${3#--grader=}
-mapfile -t student_files < <(grep '^[^#]' "$root/starter/handin/assignment1.txt")
+root=$1 check=$2 grader=${3#--grader=} assignment=${4:-1}
+listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments dropped
+mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
+top=dtk-student
+[ "$assignment" = 1 ] || top=dtk-student-assignment$assignment
 
 # The bundle's make must not join the jobserver of a make that may have started this test.
 unset MAKEFLAGS MFLAGS MAKELEVEL
@@ -38,14 +44,15 @@ logged() {
 }
 show() { sed 's/^/    | /' "$work/$1" | tail -n "${2:-40}"; }
 
-step "packing the bundle with scripts/make-release.sh"
-logged release.log "$root/scripts/make-release.sh" "$work/dist" || { show release.log; fail "make-release.sh failed"; }
-archive=$work/dist/dtk-student.tar.gz
+step "packing assignment $assignment's bundle with scripts/make-release.sh"
+logged release.log "$root/scripts/make-release.sh" "$work/dist" "$assignment" ||
+  { show release.log; fail "make-release.sh failed"; }
+archive=$work/dist/$top.tar.gz
 mkdir "$work/unpacked"
 tar -xzf "$archive" -C "$work/unpacked"
-top=$(ls -A "$work/unpacked")
-[ "$top" = dtk-student ] || fail "the bundle must hold one top directory dtk-student/, found: $top"
-bundle=$work/unpacked/dtk-student
+found=$(ls -A "$work/unpacked")
+[ "$found" = "$top" ] || fail "the bundle must hold one top directory $top/, found: $found"
+bundle=$work/unpacked/$top
 echo "    $(tar -tzf "$archive" | grep -vc '/$') files, $(du -h "$archive" | cut -f1)"
 
 step "checking what the bundle holds"
@@ -64,6 +71,27 @@ for file in "${student_files[@]}"; do
 done
 "$check" no-solution-code "$root/starter" "$root/solutions" "$bundle" "${student_files[@]}" ||
   fail "the bundle contains reference code"
+# Nothing of the other assignments: their student files and lists, their own tests and
+# programs (release/assignment<N>.txt), their handout sections and the figures only they show.
+for list in "$root"/starter/handin/assignment*.txt; do
+  other=$(basename "$list" .txt)
+  other=${other#assignment}
+  [ "$other" != "$assignment" ] || continue
+  for path in $(listed "$list" | sed 's|^|starter/|') starter/handin/assignment$other.txt \
+    $(listed "$root/release/assignment$other.txt"); do
+    [ ! -e "$bundle/$path" ] || fail "the bundle holds $path, which is assignment $other's"
+  done
+done
+for path in $(listed "$root/release/assignment$assignment.txt"); do
+  [ -e "$bundle/$path" ] || fail "the bundle lacks $path (release/assignment$assignment.txt)"
+done
+grep -q 'dtk:only\|dtk:end' "$bundle/handout.md" && fail "the bundle's handout.md still holds release markers"
+other_heading=$([ "$assignment" = 1 ] && echo '^# Assignment 2' || echo '^## Part 1: splitting the data')
+grep -q "$other_heading" "$bundle/handout.md" && fail "the bundle's handout.md holds the other assignment's sections"
+for svg in "$bundle"/figs/*.svg; do
+  grep -q "figs/$(basename "$svg")" "$bundle/handout.md" || fail "figs/$(basename "$svg") ships but the handout never shows it"
+done
+"$root/tests/kit/release/check_figures.sh" "$bundle" > /dev/null || fail "the bundle's handout shows a figure it lacks"
 
 step "building it with its make (-j2)"
 logged build.log make -C "$bundle" JOBS=2 || { show build.log; fail "make failed in the bundle"; }
@@ -114,7 +142,8 @@ step "grading handin.tar with dtk-grade: full marks expected"
 [ -n "$grader" ] && [ -x "$grader" ] ||
   fail "dtk-grade is not built (grader/ defines no dtk-grade target yet?): cannot grade"
 sandbox_flag=$([ "$(id -u)" = 0 ] || echo --no-sandbox)  # not root: no sandbox user
-logged grade.log "$grader" "$bundle/handin.tar" --results "$work/results.json" $sandbox_flag ||
+logged grade.log "$grader" "$bundle/handin.tar" --assignment "$assignment" \
+  --results "$work/results.json" $sandbox_flag ||
   { show grade.log; fail "dtk-grade exited non-zero"; }
 [ -s "$work/results.json" ] || { show grade.log; fail "dtk-grade wrote no results file"; }
 logged results.log cmake -DRESULTS="$work/results.json" -P "$(dirname "$0")/results_summary.cmake" ||
