@@ -7,6 +7,8 @@
 #   make handin.tar [ASSIGNMENT=2]   pack an assignment's student files of starter/ into handin.tar
 #   make release [ASSIGNMENT=2]      write an assignment's student bundle: dist/dtk-student.tar.gz,
 #                     dist/dtk-student-assignment2.tar.gz (scripts/make-release.sh)
+#   make autolab [ASSIGNMENT=2]   write Autolab's autograder of an assignment,
+#                     dist/autolab-assignment<N>/{autograde.tar,autograde-Makefile}
 #   make autograder.zip [ASSIGNMENT=2]   write Gradescope's autograder of an assignment,
 #                     dist/autograder-assignment<N>.zip (scripts/make-autograder.sh)
 
@@ -33,3 +35,9 @@ release:
 .PHONY: autograder.zip
 autograder.zip:
 	scripts/make-autograder.sh $(ASSIGNMENT) dist
+
+# Autolab's autograder of one assignment: dist/autolab-assignment<N>/ (autograde.tar and
+# autograde-Makefile).
+.PHONY: autolab
+autolab:
+	scripts/make-autolab.sh $(ASSIGNMENT) dist
