@@ -14,8 +14,9 @@
 
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
 # graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity),
-# zip packs Gradescope's autograder, and Slurm with munge runs the cluster-grading test.
-EXTRA_PACKAGES := libxml2-utils procps similarity-tester zip unzip slurm-wlm munge
+# zip packs Gradescope's autograder, Slurm with munge runs the cluster-grading test, and
+# python3 reads JSON in the class-scale tests.
+EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge
 
 include make/student.mk
 
