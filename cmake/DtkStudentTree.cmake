@@ -20,7 +20,7 @@ function(dtk_student_files assignment out_var)
 endfunction()
 dtk_student_files(1 DTK_STUDENT_FILES)
 
-# Assignment 2's student files (Parts 7 and 8 so far). A tree built without them (assignment 1's
+# Assignment 2's student files (Parts 7 to 9). A tree built without them (assignment 1's
 # bundle) leaves them out of its library, with the programs and public tests that need them.
 dtk_student_files(2 DTK_ASSIGNMENT2_STUDENT_FILES)
 

@@ -41,11 +41,12 @@ for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done
 cp "$root/release/CMakeLists.txt" "$root/release/Makefile" "$staging/$bundle/"
-# Assignment 2's Parts 7 and 8 (their student files, public tests and program) are not
+# Assignment 2's Parts 7 to 9 (their student files, public tests and program) are not
 # assignment 1's: the bundle's build leaves out what is absent.
 rm -r "$staging/$bundle/starter/collectives" "$staging/$bundle/starter/programs/collectives_bench.cpp" \
   "$staging/$bundle/tests/public/test_collectives.cpp" \
-  "$staging/$bundle/starter/pipeline" "$staging/$bundle/tests/public/test_pipeline.cpp"
+  "$staging/$bundle/starter/pipeline" "$staging/$bundle/tests/public/test_pipeline.cpp" \
+  "$staging/$bundle/starter/zero" "$staging/$bundle/tests/public/test_zero.cpp"
 
 mkdir -p "$out_dir"
 archive="$(cd "$out_dir" && pwd)/$bundle.tar.gz"
