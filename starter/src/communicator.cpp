@@ -29,6 +29,12 @@ void require(bool ok, const std::string& call, const std::string& what) {
 
 std::string count_text(std::size_t n) { return std::to_string(n) + " elements"; }
 
+// Whether src and dst are the same memory. Empty containers hold no memory (xtensor gives them
+// no data pointer, so two of them compare equal): they never alias.
+bool aliased(const detail::Buffer& src, const void* dst) {
+  return src.count > 0 && src.data == dst;
+}
+
 int as_mpi_count(std::size_t count, const std::string& call) {
   require(count <= static_cast<std::size_t>(INT_MAX), call,
           "buffer of " + count_text(count) + " is too large for one MPI call");
@@ -98,7 +104,7 @@ void Communicator::allgather(const detail::Buffer& src, void* dst, std::size_t d
           "dst.size() must be Get_size() * src.size() = " + std::to_string(p) + " * " +
               std::to_string(src.count) + " = " + count_text(p * src.count) + ", but dst has " +
               count_text(dst_count));
-  require(src.data != dst || p == 1, "Allgather", "src and dst must be different containers");
+  require(!aliased(src, dst) || p == 1, "Allgather", "src and dst must be different containers");
   const int count = as_mpi_count(src.count, "Allgather");
   if (src.data != dst)
     MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
@@ -112,7 +118,8 @@ void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::siz
           "src.size() must be Get_size() * dst.size() = " + std::to_string(p) + " * " +
               std::to_string(dst_count) + " = " + count_text(p * dst_count) + ", but src has " +
               count_text(src.count));
-  require(src.data != dst || p == 1, "Reduce_scatter", "src and dst must be different containers");
+  require(!aliased(src, dst) || p == 1, "Reduce_scatter",
+          "src and dst must be different containers");
   const int count = as_mpi_count(dst_count, "Reduce_scatter");
   const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
   MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);

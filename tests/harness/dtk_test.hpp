@@ -17,8 +17,10 @@
 
 #include <dtk/dtk.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -79,5 +81,37 @@ class Checks {
 // Runs `body` on every rank (the world must have exactly `ranks` ranks), then fails the current
 // test case on every rank if any rank recorded a failure or threw. Collective.
 void on_every_rank(int ranks, const std::function<void(Checks&)>& body);
+
+// Records a failure unless f() throws std::invalid_argument whose message names the function:
+// `call` is the call as written, e.g. "partition_layers({1, 2, 3}, 0)", and the message must
+// contain its text before the first '('.
+template <class F>
+void expect_invalid_argument(Checks& check, const std::string& call, F f) {
+  const std::string function = call.substr(0, call.find('('));
+  try {
+    f();
+    check.that(false, call + " returned, but should throw std::invalid_argument");
+  } catch (const std::invalid_argument& e) {
+    check.that(std::string(e.what()).find(function) != std::string::npos,
+               call + " threw std::invalid_argument(\"" + e.what() + "\"): name " + function +
+                   " in the message");
+  }
+}
+
+// Runs `body` with a Checks of its own and passes on its first few failures, then how many more
+// there were: one mistake tends to fail every case of a loop alike.
+template <class Body>
+void report_first_few(Checks& check, Body body) {
+  constexpr std::size_t kShown = 3;
+  Checks all(check.rank());
+  body(all);
+  const std::vector<std::string>& failures = all.failures();
+  for (std::size_t i = 0; i < std::min(failures.size(), kShown); ++i) {
+    check.that(false, failures[i]);
+  }
+  if (failures.size() > kShown) {
+    check.that(false, "... and " + std::to_string(failures.size() - kShown) + " more like these");
+  }
+}
 
 }  // namespace dtk::testing

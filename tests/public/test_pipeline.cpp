@@ -19,30 +19,8 @@ namespace {
 
 constexpr int kRanks = 4;
 
-template <class F>
-void expect_invalid_argument(dtk::testing::Checks& check, const std::string& call, F f) {
-  try {
-    f();
-    check.that(false, call + " returned, but should throw std::invalid_argument");
-  } catch (const std::invalid_argument&) {
-  }
-}
-
-// Runs `body` with a Checks of its own and passes on its first few failures, then how many more
-// there were: one mistake tends to fail every case of a loop alike.
-template <class Body>
-void report_first_few(dtk::testing::Checks& check, Body body) {
-  constexpr std::size_t kShown = 3;
-  dtk::testing::Checks all(check.rank());
-  body(all);
-  const std::vector<std::string>& failures = all.failures();
-  for (std::size_t i = 0; i < std::min(failures.size(), kShown); ++i) {
-    check.that(false, failures[i]);
-  }
-  if (failures.size() > kShown) {
-    check.that(false, "... and " + std::to_string(failures.size() - kShown) + " more like these");
-  }
-}
+using dtk::testing::expect_invalid_argument;
+using dtk::testing::report_first_few;
 
 std::string list_text(const std::vector<int>& values) {
   std::string text = "{";

@@ -13,6 +13,9 @@
 //   partition_layers, *_schedule,     pipeline.hpp                    Part 8 (you)
 //   get_pipeline_info, PipelineStage,
 //   run_pipeline_schedule
+//   zero_memory_per_rank,             zero.hpp                        Part 9 (you)
+//   zero_shard_range, zero*_grad_shard,
+//   zero_gather_params
 #pragma once
 
 #include "dtk/communicator.hpp"
@@ -24,3 +27,4 @@
 #include "dtk/pipeline.hpp"
 #include "dtk/rank_groups.hpp"
 #include "dtk/rank_output.hpp"
+#include "dtk/zero.hpp"
