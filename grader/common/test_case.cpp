@@ -1,5 +1,6 @@
 #include "test_case.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
@@ -47,6 +48,11 @@ const std::vector<CheckInfo>& all_checks() {
        true,
        false,
        {"pp_idx", "pp_comm: members and order", "stage_comm: members and order"}},
+      {"zero_memory_per_rank", CaseKind::zero, false, false, {}},
+      {"zero_shard_range", CaseKind::zero, false, false, {}},
+      {"zero1_grad_shard", CaseKind::zero, true, true, {"the shard", "one Allreduce"}},
+      {"zero2_grad_shard", CaseKind::zero, true, true, {"the shard", "one Reduce_scatter"}},
+      {"zero_gather_params", CaseKind::zero, true, true, {"the parameters", "one Allgather"}},
       {"run_pipeline_schedule",
        CaseKind::pipeline,
        true,
@@ -73,6 +79,7 @@ const CheckInfo& TestCase::check() const { return *find_check(function); }
 int TestCase::ranks() const {
   if (!check().collective) return 1;
   const CaseKind kind = check().kind;
+  if (kind == CaseKind::zero) return dp;
   return kind == CaseKind::buffer || kind == CaseKind::pipeline ? p : mp * dp * pp;
 }
 
@@ -85,6 +92,16 @@ std::string TestCase::case_text() const {
     const std::string text =
         "p=" + std::to_string(p) + " count=" + std::to_string(count) + " " + type;
     return op.empty() ? text : text + " " + op;
+  }
+  if (check().kind == CaseKind::zero) {
+    if (!arg.empty()) return arg;  // "random ..."
+    char psi_text[32], k_text[32];
+    std::snprintf(psi_text, sizeof psi_text, "%g", psi);
+    std::snprintf(k_text, sizeof k_text, "%g", k);
+    if (psi > 0)
+      return std::string("psi=") + psi_text + " dp=" + std::to_string(dp) + " k=" + k_text;
+    std::string text = "numel=" + std::to_string(numel) + " dp=" + std::to_string(dp);
+    return type.empty() ? text : text + " " + type;
   }
   if (check().kind == CaseKind::pipeline) {
     std::string text = "p=" + std::to_string(p);
@@ -137,6 +154,48 @@ TestCase parse_layout(const CheckInfo& check, const std::string& text) {
                    (check.typed ? ", float or double)" : ")"));
     }
   }
+  if (check.typed && test.type.empty())
+    bad_case(check.function, text, "says neither float nor double");
+  return test;
+}
+
+// "psi=7.5e9 dp=64 k=12", "random [tag]" or "numel=10 dp=4 [float|double]".
+TestCase parse_zero(const CheckInfo& check, const std::string& text) {
+  TestCase test;
+  test.function = check.function;
+  if (text == "random" || text.rfind("random ", 0) == 0) {
+    test.arg = text;
+    return test;
+  }
+  bool has_psi = false, has_numel = false;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    const std::size_t equals = token.find('=');
+    const std::string key = equals == std::string::npos ? "" : token.substr(0, equals);
+    const char* value = token.c_str() + (key.empty() ? 0 : equals + 1);
+    char* end = nullptr;
+    const double number = key.empty() ? 0 : std::strtod(value, &end);
+    const bool numeric = !key.empty() && *value != '\0' && *end == '\0' && number >= 0;
+    if (key == "psi" && numeric && number > 0) {
+      test.psi = number;
+      has_psi = true;
+    } else if (key == "k" && numeric) {
+      test.k = number;
+    } else if (key == "dp" && numeric && number >= 1 && number <= 4096 && number == int(number)) {
+      test.dp = static_cast<int>(number);
+    } else if (key == "numel" && numeric && number <= (1 << 24) &&
+               number == double(std::size_t(number))) {
+      test.numel = static_cast<std::size_t>(number);
+      has_numel = true;
+    } else if (check.typed && (token == "float" || token == "double")) {
+      test.type = token;
+    } else {
+      bad_case(check.function, text,
+               "unknown word \"" + token + "\" (expected psi=, dp=, k=, numel=, float or double)");
+    }
+  }
+  if (has_psi == has_numel)
+    bad_case(check.function, text, "needs psi=P (9.1) or numel=N (9.2 to 9.5)");
   if (check.typed && test.type.empty())
     bad_case(check.function, text, "says neither float nor double");
   return test;
@@ -304,6 +363,8 @@ TestCase parse_test_case(const std::string& function, const std::string& case_te
       return parse_buffer(*check, case_text);
     case CaseKind::pipeline:
       return parse_pipeline(*check, case_text);
+    case CaseKind::zero:
+      return parse_zero(*check, case_text);
   }
   bad_case(function, case_text, "unknown kind of check");
 }

@@ -22,6 +22,8 @@
 //           P stages, M micro-batches, L layers to partition, the schedule, the value type and
 //           the activation width; the run_pipeline_schedule checks run on P ranks
 //   layout   with "pp=P" too for get_pipeline_info: the (mp, dp, pp) grid of mp * dp * pp ranks
+//   zero    "psi=7.5e9 dp=64 [k=12]" or "random [tag]" (9.1: Ψ, N_d and k drawn from the seed),
+//           "numel=10 dp=4 [float|double]" (9.2 to 9.5; the collectives run on dp ranks)
 #pragma once
 
 #include <cstddef>
@@ -30,7 +32,7 @@
 
 namespace dtk::grade {
 
-enum class CaseKind { layout, config, budget, buffer, pipeline };
+enum class CaseKind { layout, config, budget, buffer, pipeline, zero };
 
 // What the grader and the runner both need to know about a checked function. The runner's
 // code for it registers itself next to that code (DTK_GRADE_CHECK) and the runner refuses to
@@ -59,17 +61,19 @@ const CheckInfo* find_check(const std::string& function);
 struct TestCase {
   std::string function;
   int mp = 1, dp = 1;
-  std::string type;       // "float" or "double" (typed checks only; buffer checks: or "int32")
-  std::string arg;        // config name, "random <model_type>", budget or "random"
-  int p = 1;              // buffer checks: the ranks
-  std::size_t count = 0;  // buffer checks: elements (see the case texts above)
-  std::string op;         // buffer checks that reduce: "sum", "min" or "max"
-  std::size_t bytes = 0;  // speed measurements: the message size
-  int repetitions = 0;    // speed measurements: how many timings of each (0: not one)
-  int pp = 1;             // layout checks: pipeline stages (get_pipeline_info)
-  int m = 0, layers = 0;  // pipeline checks: micro-batches, layers to partition
-  std::size_t width = 0;  // pipeline checks: activation width (0: the check's default)
-  std::string schedule;   // pipeline checks: "gpipe" or "1f1b"
+  std::string type;        // "float" or "double" (typed checks only; buffer checks: or "int32")
+  std::string arg;         // config name, "random <model_type>", budget or "random"
+  int p = 1;               // buffer checks: the ranks
+  std::size_t count = 0;   // buffer checks: elements (see the case texts above)
+  std::string op;          // buffer checks that reduce: "sum", "min" or "max"
+  std::size_t bytes = 0;   // speed measurements: the message size
+  int repetitions = 0;     // speed measurements: how many timings of each (0: not one)
+  int pp = 1;              // layout checks: pipeline stages (get_pipeline_info)
+  int m = 0, layers = 0;   // pipeline checks: micro-batches, layers to partition
+  std::size_t width = 0;   // pipeline checks: activation width (0: the check's default)
+  std::string schedule;    // pipeline checks: "gpipe" or "1f1b"
+  double psi = 0, k = 12;  // zero checks: parameters and optimizer bytes per parameter
+  std::size_t numel = 0;   // zero checks: the flat vector's length
 
   const CheckInfo& check() const;
   int ranks() const;  // MPI ranks the test runs on

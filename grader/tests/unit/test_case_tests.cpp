@@ -64,3 +64,21 @@ TEST_CASE("a bad buffer case is refused with a message naming it", "[test_case]"
   CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=2 count=-1 float"), Contains("count=-1"));
   CHECK_THROWS_WITH(parse_test_case("my_allgather", "p=2 count=3"), Contains("neither"));
 }
+
+TEST_CASE("pipeline and ZeRO cases parse, print back the same and know their ranks",
+          "[test_case]") {
+  const TestCase pipeline =
+      parse_test_case("run_pipeline_schedule", "1f1b p=4 m=8 float width=4096");
+  CHECK(pipeline.id() == "run_pipeline_schedule p=4 m=8 1f1b float width=4096");
+  CHECK(pipeline.ranks() == 4);
+  CHECK(parse_test_case("partition_layers", "p=3 layers=7").ranks() == 1);
+  CHECK(parse_test_case("get_pipeline_info", "mp=2 dp=2 pp=2").ranks() == 8);
+  const TestCase memory = parse_test_case("zero_memory_per_rank", "psi=7.5e9 dp=64 k=12");
+  CHECK(memory.case_text() == "psi=7.5e+09 dp=64 k=12");
+  CHECK(parse_test_id(memory.id()).psi == 7.5e9);
+  CHECK(parse_test_case("zero2_grad_shard", "numel=10 dp=4 float").ranks() == 4);
+  CHECK(parse_test_case("zero_memory_per_rank", "random b").case_text() == "random b");
+  CHECK_THROWS_WITH(parse_test_case("run_pipeline_schedule", "p=4 1f1b float"), Contains("m=M"));
+  CHECK_THROWS_WITH(parse_test_case("zero_shard_range", "dp=4"), Contains("numel=N"));
+  CHECK_THROWS_WITH(parse_test_case("zero1_grad_shard", "numel=10 dp=4"), Contains("neither"));
+}
