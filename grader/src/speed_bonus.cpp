@@ -148,7 +148,7 @@ void score_speed_bonus(const Part& part, const std::map<std::string, SpeedMeasur
                       "). ";
       if (bonus.leaderboard) report.leaderboard.push_back({function + " / " + against, *m.ratio});
     } else {
-      result.output = m.problem + ". ";
+      result.output = function + ": " + m.problem + ". ";
     }
     const SpeedTier* earned = nullptr;
     for (const SpeedTier& tier : bonus.tiers) {
