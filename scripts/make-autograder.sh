@@ -26,12 +26,7 @@ command -v zip > /dev/null || die "zip is not installed (apt-get install zip)"
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-mkdir "$staging/dtk"
-if git -C "$root" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-  git -C "$root" ls-files -z | (cd "$root" && tar --null -T - -cf -) | tar -C "$staging/dtk" -xf -
-else  # not a git checkout: everything but build directories
-  tar -C "$root" --exclude='./build*' --exclude='./dist' -cf - . | tar -C "$staging/dtk" -xf -
-fi
+"$root/scripts/copy-kit.sh" "$staging/dtk"
 
 cat > "$staging/setup.sh" << 'EOF'
 #!/usr/bin/env bash

@@ -27,12 +27,7 @@ mkdir -p "$target"
 target=$(cd "$target" && pwd)
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-mkdir "$staging/dtk"
-if git -C "$root" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-  git -C "$root" ls-files -z | (cd "$root" && tar --null -T - -cf -) | tar -C "$staging/dtk" -xf -
-else  # not a git checkout: everything but build directories
-  tar -C "$root" --exclude='./build*' --exclude='./dist' -cf - . | tar -C "$staging/dtk" -xf -
-fi
+"$root/scripts/copy-kit.sh" "$staging/dtk"
 tar -C "$staging" --sort=name --owner=0 --group=0 --numeric-owner -cf "$target/autograde.tar" dtk
 
 cat > "$target/autograde-Makefile" << EOF

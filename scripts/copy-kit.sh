@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Copies the kit as it is shipped to a grading service into DEST/: its tracked files (as `git
+# archive` would, but with the working tree's contents), or, outside a git checkout, everything
+# but build directories and dist/. Used by make-autograder.sh and make-autolab.sh.
+#
+# usage: scripts/copy-kit.sh DEST
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=$1
+mkdir -p "$dest"
+if git -C "$root" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  git -C "$root" ls-files -z | (cd "$root" && tar --null -T - -cf -) | tar -C "$dest" -xf -
+else
+  tar -C "$root" --exclude='./build*' --exclude='./dist' -cf - . | tar -C "$dest" -xf -
+fi
