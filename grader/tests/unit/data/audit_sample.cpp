@@ -1,10 +1,11 @@
 // The object behind audit_sample.readelf, the audit's unit-test input. After a change here:
-//   g++ -std=gnu++17 -O0 -fPIC -ffunction-sections -DOMPI_SKIP_MPICXX -I../../../../starter/include \
+//   g++ -std=gnu++17 -O0 -fPIC -ffunction-sections -DOMPI_SKIP_MPICXX -I../../../../starter/include
+//   \
 //       $(mpicxx --showme:compile) -c audit_sample.cpp -o /tmp/audit_sample.o &&
 //   readelf -SrsW /tmp/audit_sample.o > audit_sample.readelf
-#include <dtk/communicator.hpp>
 #include <mpi.h>
 #include <unistd.h>
+#include <dtk/communicator.hpp>
 
 #include <vector>
 namespace dtk {
