@@ -1,7 +1,8 @@
-// The object behind audit_sample.readelf, the audit's unit-test input. After a change here:
-//   g++ -std=gnu++17 -O0 -fPIC -ffunction-sections -DOMPI_SKIP_MPICXX -I../../../../starter/include
-//   \
-//       $(mpicxx --showme:compile) -c audit_sample.cpp -o /tmp/audit_sample.o &&
+// The object behind audit_sample.readelf, the audit's unit-test input. After a change here, from
+// this directory:
+//   g++ -std=gnu++17 -O0 -fPIC -ffunction-sections -DOMPI_SKIP_MPICXX
+//       -I../../../../starter/include $(mpicxx --showme:compile)
+//       -c audit_sample.cpp -o /tmp/audit_sample.o
 //   readelf -SrsW /tmp/audit_sample.o > audit_sample.readelf
 #include <mpi.h>
 #include <unistd.h>
