@@ -10,7 +10,8 @@
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
-# model/func_impl.cpp as a symbolic link), tar-missing (no model/func_impl.cpp), not-a-tar,
+# model/func_impl.cpp as a symbolic link), tar-missing (without the assignment's first student
+# file: model/func_impl.cpp, or collectives/my_collectives.cpp), not-a-tar,
 # tar-not-utf8, tar-newline-name (an extra member with an absolute path named with bytes
 # \377\376, or with lines of fake feedback), tar-gzip (tar -czf, named handin.tar), tar-empty
 # (a valid archive without members), tar-duplicate (a second model/func_impl.cpp, the
@@ -35,6 +36,8 @@ cmake_minimum_required(VERSION 3.21)
 set(files ${STUDENT_FILES})
 set(files_but_func_impl ${files})
 list(REMOVE_ITEM files_but_func_impl model/func_impl.cpp)
+set(files_but_first ${files})
+list(POP_FRONT files_but_first)
 set(tree ${WORK}/tree)
 set(results ${WORK}/results.json)
 set(DTK_SELFTEST_RESULTS ${results})
@@ -92,7 +95,7 @@ elseif(PACK STREQUAL "tar-symlink")
   file(CREATE_LINK /etc/passwd ${WORK}/links/model/func_impl.cpp SYMBOLIC)
   run(tar -cf ${tar} -C ${tree} ${files_but_func_impl} -C ${WORK}/links model/func_impl.cpp)
 elseif(PACK STREQUAL "tar-missing")
-  run(tar -cf ${tar} -C ${tree} ${files_but_func_impl})
+  run(tar -cf ${tar} -C ${tree} ${files_but_first})
 elseif(PACK STREQUAL "not-a-tar")
   file(WRITE ${tar} "This is my homework, please grade it.\n")
 elseif(PACK STREQUAL "tar-not-utf8" OR PACK STREQUAL "tar-newline-name")
