@@ -69,9 +69,19 @@ std::uint64_t batch_seed(const Options& options, const Manifest& manifest, const
   return seed;
 }
 
+// Where the gradings of a batch share the reference's outputs: a directory only the grader
+// reads (the expected outputs must stay out of the submissions' reach).
+std::string expected_cache(const std::string& out) {
+  const std::string dir = out + "/.expected";
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+  return dir;
+}
+
 // The command grading one hand-in: this very program, one submission, the batch's options.
 std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
-                                         const std::string& results, std::uint64_t seed, int slot) {
+                                         const std::string& results, std::uint64_t seed, int slot,
+                                         const std::string& cache) {
   std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(),
                                    hand_in.path,
                                    "--results",
@@ -79,7 +89,9 @@ std::vector<std::string> grading_command(const Options& options, const HandIn& h
                                    "--seed",
                                    std::to_string(seed),
                                    "--slot",
-                                   std::to_string(slot)};
+                                   std::to_string(slot),
+                                   "--expected-cache",
+                                   cache};
   if (options.assignment)
     argv.insert(argv.end(), {"--assignment", std::to_string(*options.assignment)});
   if (!options.manifest.empty()) argv.insert(argv.end(), {"--manifest", options.manifest});
@@ -226,6 +238,7 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
                   std::size_t total, const std::string& out, std::uint64_t seed,
                   std::ostream& log) {
   Progress progress(log, total, total - to_grade.size());
+  const std::string cache = expected_cache(out);
   struct Running {
     const HandIn* hand_in;
     int slot;
@@ -242,8 +255,9 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
       fs::create_directories(dir);
       const int slot = free_slots.back();
       free_slots.pop_back();
-      const pid_t pid = start(grading_command(options, hand_in, dir + "/results.json", seed, slot),
-                              dir + "/output.txt");
+      const pid_t pid =
+          start(grading_command(options, hand_in, dir + "/results.json", seed, slot, cache),
+                dir + "/output.txt");
       running[pid] = {&hand_in, slot, Clock::now()};
     }
     int wait_status = 0;

@@ -20,6 +20,7 @@ struct Options {
   std::optional<int> assignment;       // default: the manifest's, else 1
   std::string manifest;                // default: the kit's manifest of the assignment
   int slot = 0;  // the sandbox's job slot (a batch gives each grading at once its own)
+  std::string expected_cache;  // a batch's shared reference outputs (internal, like slot)
   // --batch: every hand-in under `batch`, `jobs` at a time, results under `out`.
   std::string batch, out, gradebook;
   int jobs = 1;
