@@ -101,12 +101,14 @@ void grad_shard_case(CheckContext& context) {
                    context.test.type + " (shards of s = " + std::to_string(s) +
                    "); element i of rank r's gradient is 1000 r + i");
   const xt::xtensor<T, 1> grad = numbered_flat<T>(r, numel);
-  const std::uint64_t before = context.world.total_bytes_transferred();
-  const xt::xtensor<T, 1> shard = moved_through(context, context.world, [&] {
-    return kReduceScatter ? zero2_grad_shard<T>(grad, context.world)
-                          : zero1_grad_shard<T>(grad, context.world);
-  });
-  const std::uint64_t moved = context.world.total_bytes_transferred() - before;
+  std::uint64_t moved = 0;
+  const xt::xtensor<T, 1> shard = moved_through(
+      context, context.world,
+      [&] {
+        return kReduceScatter ? zero2_grad_shard<T>(grad, context.world)
+                              : zero1_grad_shard<T>(grad, context.world);
+      },
+      &moved);
   xt::xtensor<T, 1> sum = xt::zeros<T>({numel});
   for (int q = 0; q < p; ++q) sum += numbered_flat<T>(q, numel);
   context.out.part("the shard");
@@ -147,11 +149,10 @@ void gather_case(CheckContext& context) {
     }
     return shard;
   };
-  const std::uint64_t before = context.world.total_bytes_transferred();
-  const xt::xtensor<T, 1> full = moved_through(context, context.world, [&] {
-    return zero_gather_params<T>(shard_of(r), numel, context.world);
-  });
-  const std::uint64_t moved = context.world.total_bytes_transferred() - before;
+  std::uint64_t moved = 0;
+  const xt::xtensor<T, 1> full = moved_through(
+      context, context.world,
+      [&] { return zero_gather_params<T>(shard_of(r), numel, context.world); }, &moved);
   // Every shard one after another, in rank order or reversed.
   auto all = xt::xtensor<T, 1>::from_shape({p * s}), reversed = all;
   for (int q = 0; q < p; ++q) {

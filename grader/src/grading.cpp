@@ -143,13 +143,20 @@ std::map<std::string, Audit> audit_files(const Manifest& manifest, const Student
         if (part.file == file.file)
           functions.insert(functions.end(), part.functions.begin(), part.functions.end());
       }
+      // Parts of one file usually share their rules: the listing is audited once per rule set.
+      std::map<std::pair<std::set<std::string>, std::set<std::string>>, Audit> by_rules;
       for (const Part& part : manifest.parts) {
         if (part.file != file.file) continue;
-        const AuditRules rules{part.allowed_mpi, part.allowed_communicator,
-                               manifest.forbidden_symbols};
-        Audit under_rules = audit_object(listing.output, functions, rules);
-        audit.defined = std::move(under_rules.defined);
-        audit.problem = std::move(under_rules.problem);
+        const auto key = std::pair{part.allowed_mpi, part.allowed_communicator};
+        auto found = by_rules.find(key);
+        if (found == by_rules.end()) {
+          const AuditRules rules{part.allowed_mpi, part.allowed_communicator,
+                                 manifest.forbidden_symbols};
+          found = by_rules.emplace(key, audit_object(listing.output, functions, rules)).first;
+        }
+        const Audit& under_rules = found->second;
+        audit.defined = under_rules.defined;
+        audit.problem = under_rules.problem;
         for (const std::string& function : part.functions) {
           const auto calls = under_rules.forbidden.find(function);
           if (calls != under_rules.forbidden.end()) audit.forbidden[function] = calls->second;
