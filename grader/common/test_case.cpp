@@ -1,7 +1,9 @@
 #include "test_case.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -125,14 +127,41 @@ namespace {
   throw std::invalid_argument("test case \"" + function + " " + text + "\": " + why);
 }
 
+// A word of a case text, "key=value" or a plain word ("float"): its key ("" for a plain word)
+// and its value when that is a number ("7.5e9", "13"). The case parsers share it.
+struct Field {
+  std::string key;
+  std::optional<double> number;
+  bool digits = false;  // the value is written in decimal digits only ("13", not "1.3e1")
+
+  // Whether the value is a count written in digits, in [lo, hi].
+  bool count_in(double lo, double hi) const { return digits && *number >= lo && *number <= hi; }
+  // Whether the value is a whole number, however written ("7.5e9"), in [lo, hi].
+  bool whole_in(double lo, double hi) const {
+    return number && *number == std::floor(*number) && *number >= lo && *number <= hi;
+  }
+};
+
+Field field_of(const std::string& token) {
+  Field field;
+  const std::size_t equals = token.find('=');
+  if (equals == std::string::npos) return field;
+  field.key = token.substr(0, equals);
+  const std::string value = token.substr(equals + 1);
+  char* end = nullptr;
+  const double number = std::strtod(value.c_str(), &end);
+  if (!value.empty() && *end == '\0' && std::isfinite(number)) field.number = number;
+  field.digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  return field;
+}
+
 // "mp=4" -> 4; anything else, or a size outside [1, 64], is an error.
 int grid_size(const std::string& token, const std::string& function, const std::string& text) {
-  char* end = nullptr;
-  const long value = std::strtol(token.c_str() + 3, &end, 10);
-  if (token.size() <= 3 || *end != '\0' || value < 1 || value > 64) {
+  const Field field = field_of(token);
+  if (!field.count_in(1, 64)) {
     bad_case(function, text, "\"" + token + "\" is not a grid size between 1 and 64");
   }
-  return static_cast<int>(value);
+  return static_cast<int>(*field.number);
 }
 
 TestCase parse_layout(const CheckInfo& check, const std::string& text) {
@@ -170,22 +199,16 @@ TestCase parse_zero(const CheckInfo& check, const std::string& text) {
   bool has_psi = false, has_numel = false;
   std::istringstream tokens(text);
   for (std::string token; tokens >> token;) {
-    const std::size_t equals = token.find('=');
-    const std::string key = equals == std::string::npos ? "" : token.substr(0, equals);
-    const char* value = token.c_str() + (key.empty() ? 0 : equals + 1);
-    char* end = nullptr;
-    const double number = key.empty() ? 0 : std::strtod(value, &end);
-    const bool numeric = !key.empty() && *value != '\0' && *end == '\0' && number >= 0;
-    if (key == "psi" && numeric && number > 0) {
-      test.psi = number;
+    const Field field = field_of(token);
+    if (field.key == "psi" && field.number && *field.number > 0) {
+      test.psi = *field.number;
       has_psi = true;
-    } else if (key == "k" && numeric) {
-      test.k = number;
-    } else if (key == "dp" && numeric && number >= 1 && number <= 4096 && number == int(number)) {
-      test.dp = static_cast<int>(number);
-    } else if (key == "numel" && numeric && number <= (1 << 24) &&
-               number == double(std::size_t(number))) {
-      test.numel = static_cast<std::size_t>(number);
+    } else if (field.key == "k" && field.number && *field.number >= 0) {
+      test.k = *field.number;
+    } else if (field.key == "dp" && field.whole_in(1, 4096)) {
+      test.dp = static_cast<int>(*field.number);
+    } else if (field.key == "numel" && field.whole_in(0, 1 << 24)) {
+      test.numel = static_cast<std::size_t>(*field.number);
       has_numel = true;
     } else if (check.typed && (token == "float" || token == "double")) {
       test.type = token;
@@ -207,19 +230,15 @@ TestCase parse_pipeline(const CheckInfo& check, const std::string& text) {
   test.function = check.function;
   std::istringstream tokens(text);
   for (std::string token; tokens >> token;) {
-    const std::size_t equals = token.find('=');
-    const std::string key = equals == std::string::npos ? "" : token.substr(0, equals);
-    char* end = nullptr;
-    const long long value = key.empty() ? 0 : std::strtoll(token.c_str() + equals + 1, &end, 10);
-    const bool number = !key.empty() && equals + 1 < token.size() && *end == '\0';
-    if (key == "p" && number && value >= 1 && value <= 64) {
-      test.p = static_cast<int>(value);
-    } else if (key == "m" && number && value >= 1 && value <= 1000) {
-      test.m = static_cast<int>(value);
-    } else if (key == "layers" && number && value >= 1 && value <= 1000) {
-      test.layers = static_cast<int>(value);
-    } else if (key == "width" && number && value >= 1 && value <= (1 << 22)) {
-      test.width = static_cast<std::size_t>(value);
+    const Field field = field_of(token);
+    if (field.key == "p" && field.count_in(1, 64)) {
+      test.p = static_cast<int>(*field.number);
+    } else if (field.key == "m" && field.count_in(1, 1000)) {
+      test.m = static_cast<int>(*field.number);
+    } else if (field.key == "layers" && field.count_in(1, 1000)) {
+      test.layers = static_cast<int>(*field.number);
+    } else if (field.key == "width" && field.count_in(1, 1 << 22)) {
+      test.width = static_cast<std::size_t>(*field.number);
     } else if (token == "gpipe" || token == "1f1b") {
       test.schedule = token;
     } else if (check.typed && (token == "float" || token == "double")) {
@@ -246,17 +265,13 @@ TestCase parse_speed(const CheckInfo& check, const std::string& text) {
   test.function = check.function;
   std::istringstream tokens(text.substr(5));
   for (std::string token; tokens >> token;) {
-    const std::size_t equals = token.find('=');
-    const std::string key = token.substr(0, equals == std::string::npos ? 0 : equals);
-    char* end = nullptr;
-    const long long value = std::strtoll(token.c_str() + key.size() + 1, &end, 10);
-    const bool number = !key.empty() && token.size() > key.size() + 1 && *end == '\0';
-    if (key == "p" && number && value >= 1 && value <= 64) {
-      test.p = static_cast<int>(value);
-    } else if (key == "bytes" && number && value >= 4 && value <= (1ll << 28)) {
-      test.bytes = static_cast<std::size_t>(value);
-    } else if (key == "repetitions" && number && value >= 1 && value <= 1000) {
-      test.repetitions = static_cast<int>(value);
+    const Field field = field_of(token);
+    if (field.key == "p" && field.count_in(1, 64)) {
+      test.p = static_cast<int>(*field.number);
+    } else if (field.key == "bytes" && field.count_in(4, 1 << 28)) {
+      test.bytes = static_cast<std::size_t>(*field.number);
+    } else if (field.key == "repetitions" && field.count_in(1, 1000)) {
+      test.repetitions = static_cast<int>(*field.number);
     } else {
       bad_case(check.function, text,
                "\"" + token +
@@ -280,18 +295,15 @@ TestCase parse_buffer(const CheckInfo& check, const std::string& text) {
   bool has_count = false;
   std::istringstream tokens(text);
   for (std::string token; tokens >> token;) {
-    if (token.rfind("p=", 0) == 0) {
-      char* end = nullptr;
-      const long value = std::strtol(token.c_str() + 2, &end, 10);
-      if (token.size() <= 2 || *end != '\0' || value < 1 || value > 64)
+    const Field field = field_of(token);
+    if (field.key == "p") {
+      if (!field.count_in(1, 64))
         bad_case(check.function, text, "\"" + token + "\" is not a rank count between 1 and 64");
-      test.p = static_cast<int>(value);
-    } else if (token.rfind("count=", 0) == 0) {
-      char* end = nullptr;
-      const unsigned long long value = std::strtoull(token.c_str() + 6, &end, 10);
-      if (token.size() <= 6 || *end != '\0' || token[6] == '-' || value > (1ull << 26))
+      test.p = static_cast<int>(*field.number);
+    } else if (field.key == "count") {
+      if (!field.count_in(0, 1 << 26))
         bad_case(check.function, text, "\"" + token + "\" is not an element count up to 2^26");
-      test.count = static_cast<std::size_t>(value);
+      test.count = static_cast<std::size_t>(*field.number);
       has_count = true;
     } else if (token == "float" || token == "double" || token == "int32") {
       test.type = token;
