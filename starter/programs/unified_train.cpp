@@ -1,67 +1,73 @@
-// End-to-end training: the 784-256-10 MLP on Fashion-MNIST (or any MNIST-format directory),
-// model parallel inside each replica of mp_size ranks and data parallel across dp_size replicas,
-// with your Part 1, 2, 3 and 6 functions doing all the communication.
+// unified_train: trains an MLP on Fashion-MNIST (or any MNIST-format directory) on many ranks,
+// with your functions doing all the communication.
 //
-//   mpirun -n 8 ./unified_train --mp_size 2 --dp_size 4 [--megatron-mp] [--epochs E]
-//
-// Rank 0 prints progress, the test accuracy, how many bytes each layer sent over its
-// data-parallel and model-parallel communicators, and each layer's peak memory.
-#include <dtk/dtk.hpp>
-#include <dtk/model/cores.hpp>
-#include <dtk/model/mlp.hpp>
-#include <dtk/model/mnist.hpp>
-#include <dtk/model/trainer.hpp>
-
+//   assignment 1  mpirun -n 8 ./unified_train --mp_size 2 --dp_size 4 [--megatron-mp]
+//                 the 784-256-10 MLP, tensor parallel inside each replica, data parallel
+//                 across replicas (Parts 1, 2, 3 and 6)
+//   assignment 2  mpirun -n 6 ./unified_train --pp_size 3 --dp_size 2 --hidden 256,256
+//                   --microbatches 4 --schedule 1f1b [--optimizer adam --zero 2]
+//                 a deeper MLP as a pipeline of stages, data parallel with ZeRO inside each
+//                 stage (Parts 7, 8 and 9)
+// --help lists every flag. This file reads the command line and hands it to the trainer of the
+// assignment its flags belong to (unified_train.hpp).
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
-#include <stdexcept>
 #include <string>
+
+#include "unified_train.hpp"
+
+namespace dtk::unified_train {
 
 namespace {
 
-struct Options {
-  dtk::Parallelism parallelism;
-  std::string data_dir = dtk::kFashionMnistDir;
-  dtk::TrainOptions train;
-  bool help = false;
-};
-
 std::string help_text() {
-  const dtk::TrainOptions defaults;
+  const TrainOptions defaults;
+  const PipelineTrainOptions pipeline;
   std::ostringstream text;
-  text << "usage: mpirun -n N unified_train --mp_size M --dp_size D [options]    (N = M * D)\n"
-       << "Trains the 784-256-10 MLP on D replicas of M ranks: model parallel inside a replica,\n"
-       << "data parallel across them. Reports test accuracy, communication and peak memory.\n\n"
-       << "  --mp_size M          ranks per replica (its model-parallel group; default 1)\n"
-       << "  --dp_size D          replicas (default 1)\n"
+  text << "usage: mpirun -n N unified_train [options]\n"
+       << "Trains an MLP on Fashion-MNIST and reports the test accuracy, the communication and\n"
+       << "the memory of every rank.\n\n"
+       << "Layout (N = mp_size x dp_size x pp_size ranks):\n"
+       << "  --mp_size M          tensor parallel: ranks per replica (default 1; assignment 1)\n"
        << "  --megatron-mp        Megatron model parallelism: fc2 split by input rows (default:\n"
        << "                       naive, both layers split by output columns)\n"
+       << "  --dp_size D          data-parallel replicas (default 1)\n"
+       << "  --pp_size P          pipeline stages (default 1; assignment 2)\n"
+       << "  --microbatches K     micro-batches per replica and step (default "
+       << pipeline.num_microbatches << ")\n"
+       << "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
+       << "  --hidden W1,W2,...   hidden widths: 256,256 is the 784-256-256-10 MLP (default 256)\n"
+       << "  --optimizer O        sgd or adam (default sgd)\n"
+       << "  --zero Z             ZeRO stage 0, 1, 2 or 3 of the data-parallel ranks (default 0)\n"
+       << "Training:\n"
        << "  --epochs E           passes over the training set (default " << defaults.epochs
        << ")\n"
-       << "  --data DIR           MNIST-format directory (default " << dtk::kFashionMnistDir
-       << ")\n"
+       << "  --data DIR           MNIST-format directory (default " << kFashionMnistDir << ")\n"
        << "  --batch_size B       global batch: B / D images per replica and step (default "
        << defaults.batch_size << ")\n"
-       << "  --lr LR              initial learning rate (default " << defaults.lr.initial << ")\n"
+       << "  --lr LR              initial learning rate (default " << defaults.lr.initial
+       << " with sgd, " << kAdamLearningRate << " with adam)\n"
        << "  --lr_decay F         multiply the learning rate by F... (default " << defaults.lr.decay
        << ")\n"
        << "  --lr_decay_every S   ...every S steps (default " << defaults.lr.every << ")\n"
        << "  --max_steps N        stop after N steps (default: train every epoch to its end)\n"
+       << "  --seed S             the weights and the order of the images (default "
+       << pipeline.seed << "; assignment 2)\n"
+       << "Output (assignment 2):\n"
+       << "  --report FILE.json   loss, accuracy, weights_l2, and each rank's memory, bytes sent\n"
+       << "                       and bubble fraction\n"
+       << "  --trace FILE.json    a Chrome trace of the run: open it in https://ui.perfetto.dev\n"
+       << "                       or chrome://tracing\n"
+       << "  --timeline FILE.svg  the last step drawn: one row per rank, F and B boxes\n"
        << "  --help               show this help\n";
   return text.str();
 }
 
-// A command line that cannot run: the message says why, main prints it and exits 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-long parse_positive(const std::string& flag, const std::string& text) {
+long parse_integer(const std::string& flag, const std::string& text, long minimum) {
   std::size_t used = 0;
   long value = 0;
   try {
@@ -69,10 +75,16 @@ long parse_positive(const std::string& flag, const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || value <= 0) {
-    throw UsageError(flag + " expects a positive integer, got '" + text + "'");
+  if (used != text.size() || value < minimum) {
+    throw UsageError(flag + " expects " +
+                     (minimum == 0 ? "an integer >= 0" : "a positive integer") + ", got '" + text +
+                     "'");
   }
   return value;
+}
+
+long parse_positive(const std::string& flag, const std::string& text) {
+  return parse_integer(flag, text, 1);
 }
 
 float parse_positive_float(const std::string& flag, const std::string& text) {
@@ -89,9 +101,36 @@ float parse_positive_float(const std::string& flag, const std::string& text) {
   return value;
 }
 
+// "256,256" -> the widths 784, 256, 256, 10.
+std::vector<int> parse_hidden(const std::string& flag, const std::string& text) {
+  std::vector<int> widths = {MlpDims{}.in_dim};
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    widths.push_back(static_cast<int>(parse_positive(flag + " (each width)", item)));
+  }
+  if (widths.size() == 1 || text.back() == ',') {
+    throw UsageError(flag + " expects hidden widths separated by commas, e.g. 256,256; got '" +
+                     text + "'");
+  }
+  widths.push_back(MlpDims{}.out_dim);
+  return widths;
+}
+
+template <class Choice>
+Choice parse_choice(const std::string& flag, const std::string& text,
+                    const std::map<std::string, Choice>& choices) {
+  const auto found = choices.find(text);
+  if (found != choices.end()) return found->second;
+  std::string names;
+  for (const auto& [name, choice] : choices) names += (names.empty() ? "" : " or ") + name;
+  throw UsageError(flag + " expects " + names + ", got '" + text + "'");
+}
+
 Options parse(int argc, char** argv) {
   Options o;
-  dtk::TrainOptions& t = o.train;
+  TrainOptions& t = o.train;
+  PipelineTrainOptions& p = o.pipeline;
   using Setter = std::function<void(const std::string&, const std::string&)>;
   const std::map<std::string, Setter> with_value = {
       {"--mp_size", [&](auto& f, auto& v) { o.parallelism.mp_size = parse_positive(f, v); }},
@@ -99,108 +138,77 @@ Options parse(int argc, char** argv) {
       {"--epochs", [&](auto& f, auto& v) { t.epochs = parse_positive(f, v); }},
       {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
       {"--batch_size", [&](auto& f, auto& v) { t.batch_size = parse_positive(f, v); }},
-      {"--lr", [&](auto& f, auto& v) { t.lr.initial = parse_positive_float(f, v); }},
+      {"--lr", [&](auto& f, auto& v) { o.lr = parse_positive_float(f, v); }},
       {"--lr_decay", [&](auto& f, auto& v) { t.lr.decay = parse_positive_float(f, v); }},
       {"--lr_decay_every", [&](auto& f, auto& v) { t.lr.every = parse_positive(f, v); }},
       {"--max_steps", [&](auto& f, auto& v) { t.max_steps = parse_positive(f, v); }},
   };
+  // Assignment 2's flags: any of them selects the pipeline trainer.
+  const std::map<std::string, Setter> pipeline_flags = {
+      {"--pp_size", [&](auto& f, auto& v) { p.pp_size = parse_positive(f, v); }},
+      {"--microbatches", [&](auto& f, auto& v) { p.num_microbatches = parse_positive(f, v); }},
+      {"--schedule",
+       [&](auto& f, auto& v) {
+         p.schedule = parse_choice<Schedule>(
+             f, v, {{"gpipe", Schedule::GPipe}, {"1f1b", Schedule::OneFOneB}});
+       }},
+      {"--hidden", [&](auto& f, auto& v) { p.widths = parse_hidden(f, v); }},
+      {"--optimizer",
+       [&](auto& f, auto& v) {
+         p.optimizer = parse_choice<OptimizerKind>(
+             f, v, {{"sgd", OptimizerKind::Sgd}, {"adam", OptimizerKind::Adam}});
+       }},
+      {"--zero",
+       [&](auto& f, auto& v) { p.zero_stage = static_cast<int>(parse_integer(f, v, 0)); }},
+      {"--seed",
+       [&](auto& f, auto& v) { p.seed = static_cast<std::uint32_t>(parse_integer(f, v, 0)); }},
+      {"--report", [&](auto&, auto& v) { o.report_file = v; }},
+      {"--trace", [&](auto&, auto& v) { o.trace_file = v; }},
+      {"--timeline", [&](auto&, auto& v) { o.timeline_file = v; }},
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const bool pipeline_flag = pipeline_flags.count(arg) != 0;
     if (arg == "--help" || arg == "-h") {
       o.help = true;
     } else if (arg == "--megatron-mp") {
       o.parallelism.megatron = true;
-    } else if (with_value.count(arg) == 0) {
+    } else if (!pipeline_flag && with_value.count(arg) == 0) {
       throw UsageError("unknown option '" + arg + "' (see --help)");
     } else if (i + 1 == argc) {
       throw UsageError(arg + " needs a value (see --help)");
     } else {
-      with_value.at(arg)(arg, argv[++i]);
+      (pipeline_flag ? pipeline_flags : with_value).at(arg)(arg, argv[++i]);
+      if (pipeline_flag && o.first_pipeline_flag.empty()) o.first_pipeline_flag = arg;
     }
   }
+  p.dp_size = o.parallelism.dp_size;
+  p.train = t;
+  p.train.lr.initial =
+      o.lr.value_or(p.optimizer == OptimizerKind::Adam ? kAdamLearningRate : t.lr.initial);
+  if (o.lr) t.lr.initial = *o.lr;
   return o;
 }
 
-// The flags must suit the model, then the number of ranks mpirun started.
-void check_layout(const Options& o, int ranks) {
-  const dtk::Parallelism& p = o.parallelism;
-  const dtk::MlpDims dims;
-  if (p.megatron && dims.hidden_dim % p.mp_size != 0) {
-    throw UsageError("Megatron splits the " + std::to_string(dims.hidden_dim) +
-                     " hidden units across the model-parallel group: --mp_size must divide " +
-                     std::to_string(dims.hidden_dim));
-  }
-  if (!p.megatron && (dims.hidden_dim % p.mp_size != 0 || dims.out_dim % p.mp_size != 0)) {
-    throw UsageError("naive model parallelism splits fc1's " + std::to_string(dims.hidden_dim) +
-                     " and fc2's " + std::to_string(dims.out_dim) +
-                     " outputs: --mp_size must divide both (1 or 2); Megatron (--megatron-mp) "
-                     "allows any divisor of " +
-                     std::to_string(dims.hidden_dim));
-  }
-  if (o.train.batch_size % p.dp_size != 0) {
-    throw UsageError("--batch_size " + std::to_string(o.train.batch_size) +
-                     " must be a multiple of --dp_size " + std::to_string(p.dp_size));
-  }
-  if (p.mp_size * p.dp_size != ranks) {
-    throw UsageError("--mp_size " + std::to_string(p.mp_size) + " x --dp_size " +
-                     std::to_string(p.dp_size) + " = " + std::to_string(p.mp_size * p.dp_size) +
-                     " ranks, but mpirun started " + std::to_string(ranks) +
-                     ": run it with  mpirun -n " + std::to_string(p.mp_size * p.dp_size));
-  }
+// The trainer the flags ask for, among those this build holds: a student bundle has its own
+// assignment's only.
+void run(const Options& o, const Communicator& world) {
+  const bool wants_pipeline = !o.first_pipeline_flag.empty();
+#if DTK_WITH_REPLICAS_TRAINER
+  if (!wants_pipeline) return run_replicas(o, world);
+#endif
+#if DTK_WITH_PIPELINE_TRAINER
+  return run_pipeline(o, world);
+#else
+  throw UsageError(o.first_pipeline_flag +
+                   " belongs to assignment 2 (pipelines and ZeRO), whose files this build "
+                   "does not hold");
+#endif
 }
 
-std::string megabytes(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));
-  return text;
-}
+}  // namespace
 
-void print_header(const Options& o, const dtk::Mnist& data) {
-  const dtk::Parallelism& p = o.parallelism;
-  const dtk::TrainOptions& t = o.train;
-  const int ranks = p.mp_size * p.dp_size;
-  std::cout << "Training the 784-256-10 MLP on " << ranks << (ranks == 1 ? " rank" : " ranks")
-            << ": mp_size " << p.mp_size << " x dp_size " << p.dp_size << ", "
-            << (p.megatron ? "Megatron" : "naive") << " model parallelism\n"
-            << "  data " << o.data_dir << ": " << data.train.count << " training and "
-            << data.test.count << " test images\n"
-            << "  " << t.epochs << (t.epochs == 1 ? " epoch" : " epochs") << ", global batch "
-            << t.batch_size << " (" << t.batch_size / p.dp_size << " per replica), lr "
-            << t.lr.initial << " x " << t.lr.decay << " every " << t.lr.every << " steps\n"
-            << std::flush;
-}
-
-// What rank 0's layers counted during training (evaluation would add to it).
-struct LayerUsage {
-  std::string name;
-  std::uint64_t dp_bytes, mp_bytes, forward_bytes, backward_bytes;
-};
-
-LayerUsage layer_usage(const std::string& name, const dtk::FCLayer& layer) {
-  return {name, layer.info().dp_comm.total_bytes_transferred(),
-          layer.info().mp_comm.total_bytes_transferred(), layer.forward_memory().peak_bytes(),
-          layer.backward_memory().peak_bytes()};
-}
-
-// One row of a breakdown table: a label and two right-aligned columns.
-void print_row(const std::string& label, const std::string& first, const std::string& second) {
-  std::printf("  %-5s %10s %10s\n", label.c_str(), first.c_str(), second.c_str());
-}
-
-void print_breakdown(const LayerUsage (&layers)[2]) {
-  std::printf("\nCommunication during training (MB sent by rank 0, estimated):\n");
-  print_row("layer", "DP", "MP");
-  for (const LayerUsage& l : layers)
-    print_row(l.name, megabytes(l.dp_bytes), megabytes(l.mp_bytes));
-  std::printf("\nPeak memory per pass (MB of tensors on rank 0):\n");
-  print_row("layer", "forward", "backward");
-  for (const LayerUsage& l : layers) {
-    print_row(l.name, megabytes(l.forward_bytes), megabytes(l.backward_bytes));
-  }
-  std::fflush(stdout);
-}
-
-dtk::Mnist load_data(const std::string& dir, const dtk::Communicator& world, int classes) {
+Mnist load_data(const std::string& dir, const Communicator& world, int classes) {
   try {
     return dtk::load_mnist_on_rank0(world, dir, classes);
   } catch (const dtk::DataError& e) {
@@ -210,43 +218,16 @@ dtk::Mnist load_data(const std::string& dir, const dtk::Communicator& world, int
   }
 }
 
-// Everything after the command line was accepted. Collective over world.
-void run(const Options& o, const dtk::Communicator& world) {
-  const bool root = world.Get_rank() == 0;
-  const dtk::MlpDims dims;
-  dtk::share_cores(world);
-
-  const dtk::Mnist data = load_data(o.data_dir, world, dims.out_dim);
-  if (data.train.pixels != static_cast<std::size_t>(dims.in_dim)) {
-    throw dtk::DataError(o.data_dir + ": images have " + std::to_string(data.train.pixels) +
-                         " pixels, the 784-256-10 MLP needs 28 x 28 = 784");
-  }
-  if (root) print_header(o, data);
-
-  dtk::MLP model(world, o.parallelism);
-  const dtk::Shard train_data = dtk::training_shard(data.train, o.parallelism, world.Get_rank());
-  const dtk::Shard test_data = dtk::test_shard(data.test, o.parallelism, world.Get_rank());
-
-  const dtk::TrainReport report = dtk::train(model, train_data, o.train, world, std::cout);
-  const LayerUsage layers[2] = {layer_usage("fc1", model.fc1()), layer_usage("fc2", model.fc2())};
-  const double accuracy = dtk::evaluate(model, test_data, world, 1000);
-
-  if (!root) return;
-  std::printf(
-      "Trained %ld steps on %lld images in %.2f s (%.1fk images/s), last epoch loss "
-      "%.4f, accuracy %.4f\n",
-      report.steps, static_cast<long long>(report.images), report.seconds,
-      report.images / report.seconds / 1000, report.last_epoch.mean_loss(),
-      report.last_epoch.accuracy());
-  std::printf("Test accuracy: %.4f (%zu images)\n", accuracy, data.test.count);
-  std::fflush(stdout);
-  print_breakdown(layers);
-  std::cout << std::flush;
+std::string megabytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));
+  return text;
 }
 
-}  // namespace
+}  // namespace dtk::unified_train
 
 int main(int argc, char** argv) {
+  using namespace dtk::unified_train;
   // Open MPI's "cm" transport probes for Omni-Path and libfabric network cards at start-up,
   // about 0.2 s per run on a machine without them. Ranks on one machine talk through shared
   // memory, so skip it (unless the user chose the transport: then OMPI_MCA_pml is set).
@@ -264,7 +245,6 @@ int main(int argc, char** argv) {
       if (options.help) {
         if (root) std::cout << help_text();
       } else {
-        check_layout(options, world.Get_size());
         run(options, world);
       }
     } catch (const UsageError& e) {

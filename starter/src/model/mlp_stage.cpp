@@ -93,6 +93,14 @@ std::pair<std::size_t, std::size_t> MlpStage::rows_of(int mb) const {
   return microbatch_rows(batch_.rows, batch_.num_microbatches, mb);
 }
 
+int MlpStage::width_before(std::size_t j) const {
+  return layers_.widths()[layers_.first_layer() + j];
+}
+
+int MlpStage::width_after(std::size_t j) const {
+  return layers_.widths()[layers_.first_layer() + j + 1];
+}
+
 bool MlpStage::relu_after(std::size_t j) const {
   return layers_.first_layer() + static_cast<int>(j) + 1 <
          static_cast<int>(layers_.widths().size()) - 1;
@@ -121,10 +129,11 @@ Matrix MlpStage::forward(int mb, const Matrix& input) {
 
   std::vector<Matrix> activations = {input};
   for (std::size_t j = 0; j < layers_.layers().size(); ++j) {
-    const DenseLayer& layer = layers_.layers()[j];
-    Matrix out({rows, layer.weight.shape(1)});
-    matmul(activations.back(), layer.weight, out);
-    add_row(out, layer.bias);
+    Matrix out({rows, static_cast<std::size_t>(width_after(j))});
+    layers_.with_weights(j, [&](const DenseLayer& layer) {
+      matmul(activations.back(), layer.weight, out);
+      add_row(out, layer.bias);
+    });
     if (relu_after(j)) out = xt::maximum(out, 0.0f);
     activations.push_back(std::move(out));
   }
@@ -137,8 +146,10 @@ Matrix MlpStage::forward(int mb, const Matrix& input) {
     loss_grads_[mb] = loss.backward();
   }
   Matrix output = activations.back();
+  for (const Matrix& a : activations) stashed_bytes_ += a.size() * sizeof(float);
   stash_[mb] = std::move(activations);
   peak_stashed_ = std::max(peak_stashed_, stash_.size());
+  peak_stashed_bytes_ = std::max(peak_stashed_bytes_, stashed_bytes_);
   return output;
 }
 
@@ -155,6 +166,7 @@ Matrix MlpStage::backward(int mb, const Matrix& output_grad) {
   require(!stashed.empty(), "MlpStage::backward(" + std::to_string(mb) + ") before forward(" +
                                 std::to_string(mb) + ")");
   const std::vector<Matrix>& activations = stashed.mapped();
+  for (const Matrix& a : activations) stashed_bytes_ -= a.size() * sizeof(float);
   const auto [rows, width] = output_shape(mb);
   expect_shape(output_grad, rows, width,
                "MlpStage::backward(" + std::to_string(mb) + ") output gradient");
@@ -162,19 +174,26 @@ Matrix MlpStage::backward(int mb, const Matrix& output_grad) {
 
   Matrix grad = output_grad;  // of layer j's output, from the last layer to the first
   for (std::size_t j = layers_.layers().size(); j-- > 0;) {
-    DenseLayer& layer = layers_.layers()[j];
     if (relu_after(j)) grad = xt::where(activations[j + 1] > 0.0f, grad, 0.0f);
-    // grad_W += inputᵀ · grad and grad_b += column sums of grad, for this micro-batch's rows.
-    Matrix grad_weight(layer.weight.shape());
-    matmul(activations[j], grad, grad_weight, /*transpose_a=*/true);
-    layer.grad_weight += grad_weight;
-    Matrix grad_bias;
-    column_sums(grad, grad_bias);
-    layer.grad_bias += grad_bias;
-    if (j == 0 && is_first()) return Matrix::from_shape({0, 0});
-    Matrix input_grad({rows, layer.weight.shape(0)});
-    matmul(grad, layer.weight, input_grad, false, /*transpose_b=*/true);
-    grad = std::move(input_grad);
+    // A layer's backward runs with its weights there, as in ZeRO-3's accounting: one gather in
+    // the forward and one in the backward of every layer.
+    layers_.with_weights(j, [&](DenseLayer& layer) {
+      // grad_W += inputᵀ · grad and grad_b += column sums of grad, for this micro-batch's rows.
+      Matrix grad_weight(layer.grad_weight.shape());
+      matmul(activations[j], grad, grad_weight, /*transpose_a=*/true);
+      layer.grad_weight += grad_weight;
+      Matrix grad_bias;
+      column_sums(grad, grad_bias);
+      layer.grad_bias += grad_bias;
+      // Nothing before the model's first layer needs the gradient of its input.
+      if (j == 0 && is_first()) {
+        grad = Matrix::from_shape({0, 0});
+        return;
+      }
+      Matrix input_grad({rows, static_cast<std::size_t>(width_before(j))});
+      matmul(grad, layer.weight, input_grad, false, /*transpose_b=*/true);
+      grad = std::move(input_grad);
+    });
   }
   return grad;
 }

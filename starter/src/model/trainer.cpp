@@ -40,8 +40,8 @@ void check_steps(long steps, const Communicator& world) {
   if (most == 0) throw std::runtime_error("split_train gave the ranks no training images");
 }
 
-// "epoch 1/1 [######--------------]  30%  step  141/468  loss 0.5123  acc 0.8125  lr 0.0900
-//  41.3k img/s"
+}  // namespace
+
 std::string progress_line(int epoch, int epochs, long step, long steps, const BatchStats& recent,
                           float lr, double images_per_second) {
   constexpr int kWidth = 20;
@@ -54,8 +54,6 @@ std::string progress_line(int epoch, int epochs, long step, long steps, const Ba
                 recent.mean_loss(), recent.accuracy(), lr, images_per_second / 1000);
   return line;
 }
-
-}  // namespace
 
 TrainReport train(MLP& model, const Shard& data, const TrainOptions& options,
                   const Communicator& world_comm, std::ostream& progress) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kit self-test: unified_train refuses what it cannot run with one clear line from rank 0 and a
 # exit status 2: unknown flags, bad values, layouts the model does not allow, a world size that
-# is not mp_size x dp_size, and missing or corrupt data. --help exits 0.
+# is not mp_size x dp_size (x pp_size), and missing or corrupt data. --help exits 0.
 #
 # usage: check_cli_errors.sh <unified_train> <mpirun> [mpirun flags...]
 set -u
@@ -52,6 +52,17 @@ expect 1 2 "Megatron (--megatron-mp)" -- --mp_size 4 --dp_size 1
 expect 1 2 "--batch_size 97 must be a multiple of --dp_size 2" -- --dp_size 2 --batch_size 97
 expect 1 2 "/nonexistent-dtk-data/train-images-idx3-ubyte" -- --data /nonexistent-dtk-data
 expect 1 2 "train-images-idx3-ubyte.gz: corrupt gzip data" -- --data "$corrupt"
+# Assignment 2's flags (the pipeline trainer).
+expect 1 2 "--pp_size 3 needs a stage per pipeline rank" -- --pp_size 3
+expect 2 2 "but mpirun started 2" -- --pp_size 2 --dp_size 2 --hidden 64,64
+expect 1 2 "--schedule expects 1f1b or gpipe, got 'zigzag'" -- --schedule zigzag
+expect 1 2 "--optimizer expects adam or sgd, got 'lamb'" -- --optimizer lamb
+expect 1 2 "--hidden expects hidden widths separated by commas" -- --hidden 256,
+expect 1 2 "--hidden (each width) expects a positive integer, got 'x'" -- --hidden 256,x
+expect 1 2 "--zero 4 is not a ZeRO stage" -- --zero 4
+expect 1 2 "--microbatches 200 cannot cut 128 images" -- --microbatches 200
+expect 1 2 "not tensor parallelism" -- --mp_size 2 --pp_size 2
+expect 1 2 "--report /nonexistent-dtk-dir/r.json: cannot create" -- --zero 1 --report /nonexistent-dtk-dir/r.json
 expect 1 0 "usage: mpirun" -- --help
 
 [ "$failures" -eq 0 ] || { echo "FAIL: $failures case(s)"; exit 1; }

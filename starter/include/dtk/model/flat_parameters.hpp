@@ -30,4 +30,10 @@ xt::xtensor<float, 1> flat_gradients(const std::vector<DenseLayer>& layers);
 // into the layers' W and b. Throws std::invalid_argument for a flat vector of another size.
 void set_flat_parameters(std::vector<DenseLayer>& layers, const xt::xtensor<float, 1>& flat);
 
+// The same for one layer (its W, then its b): ZeRO shards each layer on its own, so that ZeRO-3
+// can gather one layer at a time.
+xt::xtensor<float, 1> flat_parameters(const DenseLayer& layer);
+xt::xtensor<float, 1> flat_gradients(const DenseLayer& layer);
+void set_flat_parameters(DenseLayer& layer, const xt::xtensor<float, 1>& flat);
+
 }  // namespace dtk

@@ -35,6 +35,16 @@ struct DenseLayer {
   Matrix grad_weight, grad_bias;  // same shapes
 };
 
+// Where a stage's weights come from when they are not kept whole (ZeRO-3, Part 9): the stage
+// calls acquire(j) right before it uses layers()[j]'s W and b and release(j) right after, so the
+// gate can gather them from the data-parallel ranks and free them again.
+class ParameterGate {
+ public:
+  virtual ~ParameterGate() = default;
+  virtual void acquire(std::size_t j) = 0;
+  virtual void release(std::size_t j) = 0;
+};
+
 class MlpStageLayers {
  public:
   // Layers [first_layer, last_layer) of the MLP with these widths, layer l drawn from seed + l
@@ -54,6 +64,17 @@ class MlpStageLayers {
   std::vector<DenseLayer>& layers() { return layers_; }
   const std::vector<DenseLayer>& layers() const { return layers_; }
 
+  // Without a gate (the default: nullptr) the weights are always there. The gate must outlive
+  // the stage's use of these layers.
+  void set_gate(ParameterGate* gate) { gate_ = gate; }
+  // Runs use() between gate->acquire(j) and gate->release(j) (just use() without a gate).
+  template <class Use>
+  void with_weights(std::size_t j, Use use) {
+    if (gate_) gate_->acquire(j);
+    use(layers_[j]);
+    if (gate_) gate_->release(j);
+  }
+
   void zero_grads();
   // W -= lr * grad_W and b -= lr * grad_b for every layer (the gradients are left as they are).
   void sgd_step(float lr);
@@ -62,6 +83,7 @@ class MlpStageLayers {
   std::vector<int> widths_;
   int first_layer_, last_layer_;
   std::vector<DenseLayer> layers_;
+  ParameterGate* gate_ = nullptr;
 };
 
 // One training step's batch as a pipeline stage sees it.
@@ -100,10 +122,15 @@ class MlpStage : public PipelineStage<float> {
   // The most micro-batches whose activations this stage held at once (GPipe: all of them;
   // 1F1B: at most num_stages - stage).
   std::size_t peak_stashed_microbatches() const { return peak_stashed_; }
+  // The most bytes of stashed activations this stage held at once.
+  std::size_t peak_stashed_bytes() const { return peak_stashed_bytes_; }
 
  private:
   // Rows [begin, end) of the batch that micro-batch mb holds (throws for an mb out of range).
   std::pair<std::size_t, std::size_t> rows_of(int mb) const;
+  // The widths of layers()[j]'s input and output (its W may be gated away between uses).
+  int width_before(std::size_t j) const;
+  int width_after(std::size_t j) const;
   // Whether ReLU follows layers()[j].
   bool relu_after(std::size_t j) const;
 
@@ -115,6 +142,7 @@ class MlpStage : public PipelineStage<float> {
   std::map<int, Matrix> loss_grads_;  // last stage, from forward(mb) to loss_grad(mb)
   BatchStats stats_;
   std::size_t peak_stashed_ = 0;
+  std::size_t stashed_bytes_ = 0, peak_stashed_bytes_ = 0;
 };
 
 }  // namespace dtk

@@ -1,0 +1,54 @@
+// unified_train's command line and its two trainers:
+//   unified_train_replicas.cpp  assignment 1: the 784-256-10 MLP, tensor parallel (naive or
+//                               Megatron) inside each replica, data parallel across them
+//   unified_train_pipeline.cpp  assignment 2: a deep MLP as a pipeline of stages, data parallel
+//                               with ZeRO inside each stage
+// A student bundle holds the trainer of its own assignment (CMake adds the files it can build).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <dtk/dtk.hpp>
+#include <dtk/model/mnist.hpp>
+#include <dtk/model/pipeline_trainer.hpp>
+#include <dtk/model/trainer.hpp>
+
+namespace dtk::unified_train {
+
+// Adam's default learning rate (SGD's is TrainOptions' own).
+constexpr float kAdamLearningRate = 1e-3f;
+
+struct Options {
+  Parallelism parallelism;  // --mp_size, --dp_size, --megatron-mp
+  std::string data_dir = kFashionMnistDir;
+  TrainOptions train;
+  // Assignment 2's flags. pipeline.train and pipeline.dp_size are copied from the above.
+  PipelineTrainOptions pipeline;
+  std::optional<float> lr;          // --lr as given (each trainer has its own default)
+  std::string report_file;          // --report FILE.json
+  std::string trace_file;           // --trace FILE.json
+  std::string timeline_file;        // --timeline FILE.svg
+  std::string first_pipeline_flag;  // the first of assignment 2's flags given ("" if none)
+  bool help = false;
+};
+
+// A command line that cannot run: the message says why, main prints it and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Collective: the data set (load_mnist_on_rank0), with a hint where Fashion-MNIST comes from.
+Mnist load_data(const std::string& dir, const Communicator& world, int classes);
+
+// "      1.23": bytes as MB, right-aligned in 10 characters.
+std::string megabytes(std::uint64_t bytes);
+
+// Collective over world; each throws UsageError for flags its model cannot use.
+void run_replicas(const Options& options, const Communicator& world);
+void run_pipeline(const Options& options, const Communicator& world);
+
+}  // namespace dtk::unified_train

@@ -1,0 +1,330 @@
+#include "dtk/model/pipeline_trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <ostream>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "dtk/model/mlp_stage.hpp"
+#include "dtk/model/shard.hpp"
+#include "dtk/pipeline.hpp"
+
+namespace dtk {
+
+namespace {
+
+std::string text(long long n) { return std::to_string(n); }
+
+std::string model_text(const std::vector<int>& widths) {
+  std::string out;
+  for (const int w : widths) out += (out.empty() ? "" : "-") + std::to_string(w);
+  return out;
+}
+
+// A stage that times each forward and backward of the stage it wraps: the busy time of the
+// bubble fraction, and what the observer (a trace) is told.
+class TimedStage : public PipelineStage<float> {
+ public:
+  TimedStage(MlpStage& inner, long step, const StageWorkObserver& observer)
+      : inner_(inner), step_(step), observer_(observer) {}
+
+  bool is_first() const override { return inner_.is_first(); }
+  bool is_last() const override { return inner_.is_last(); }
+  std::array<std::size_t, 2> input_shape(int mb) const override { return inner_.input_shape(mb); }
+  std::array<std::size_t, 2> output_shape(int mb) const override { return inner_.output_shape(mb); }
+  Matrix input_microbatch(int mb) const override { return inner_.input_microbatch(mb); }
+  Matrix loss_grad(int mb) const override { return inner_.loss_grad(mb); }
+  Matrix forward(int mb, const Matrix& input) override {
+    return timed(true, mb, [&] { return inner_.forward(mb, input); });
+  }
+  Matrix backward(int mb, const Matrix& output_grad) override {
+    return timed(false, mb, [&] { return inner_.backward(mb, output_grad); });
+  }
+
+  double busy_seconds() const { return busy_; }
+
+ private:
+  template <class Work>
+  Matrix timed(bool forward, int mb, Work work) {
+    const double begin = MPI_Wtime();
+    Matrix result = work();
+    const double end = MPI_Wtime();
+    busy_ += end - begin;
+    if (observer_) observer_(step_, StageWork{forward, mb, begin, end});
+    return result;
+  }
+
+  MlpStage& inner_;
+  long step_;
+  const StageWorkObserver& observer_;
+  double busy_ = 0;
+};
+
+// Everything about this rank's place in the run that the steps need.
+struct RankSetup {
+  PipelineInfo info;
+  int pp_idx = 0, dp_idx = 0;
+  std::vector<int> bounds;  // partition_layers' stage boundaries
+  std::vector<PipeStep> schedule;
+};
+
+void check_pipeline_info(const PipelineInfo& info, int rank, const PipelineTrainOptions& o) {
+  const int expected_stage = rank / o.dp_size;
+  const std::string got = "get_pipeline_info(world, " + text(rank) + ", 1, " + text(o.dp_size) +
+                          ", " + text(o.pp_size) + ") returned ";
+  if (info.pp_idx != expected_stage || info.pp_comm.Get_size() != o.pp_size ||
+      info.pp_comm.Get_rank() != expected_stage) {
+    throw std::runtime_error(got + "pp_idx " + text(info.pp_idx) + " and a pp_comm of " +
+                             text(info.pp_comm.Get_size()) + " ranks in which it is rank " +
+                             text(info.pp_comm.Get_rank()) + "; expected stage " +
+                             text(expected_stage) + " of " + text(o.pp_size));
+  }
+  if (info.stage_comm.Get_size() != o.dp_size || info.stage_comm.Get_rank() != rank % o.dp_size) {
+    throw std::runtime_error(got + "a stage_comm of " + text(info.stage_comm.Get_size()) +
+                             " ranks in which it is rank " + text(info.stage_comm.Get_rank()) +
+                             "; expected rank " + text(rank % o.dp_size) + " of " +
+                             text(o.dp_size));
+  }
+}
+
+std::vector<double> layer_parameter_counts(const std::vector<int>& widths) {
+  std::vector<double> counts;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    counts.push_back(double(widths[l]) * widths[l + 1] + widths[l + 1]);
+  }
+  return counts;
+}
+
+void check_bounds(const std::vector<int>& bounds, int num_layers, int pp_size) {
+  bool ok = bounds.size() == static_cast<std::size_t>(pp_size) + 1 && bounds.front() == 0 &&
+            bounds.back() == num_layers;
+  for (std::size_t s = 0; ok && s + 1 < bounds.size(); ++s) ok = bounds[s] < bounds[s + 1];
+  if (ok) return;
+  std::string listed;
+  for (const int b : bounds) listed += (listed.empty() ? "" : ", ") + text(b);
+  throw std::runtime_error("partition_layers(" + text(num_layers) + " layer costs, " +
+                           text(pp_size) + ") returned {" + listed + "}: expected " +
+                           text(pp_size + 1) + " increasing boundaries from 0 to " +
+                           text(num_layers));
+}
+
+RankSetup set_up_rank(const PipelineTrainOptions& o, const Communicator& world) {
+  const int rank = world.Get_rank();
+  RankSetup setup{get_pipeline_info(world, rank, 1, o.dp_size, o.pp_size), 0, 0, {}, {}};
+  check_pipeline_info(setup.info, rank, o);
+  setup.pp_idx = setup.info.pp_idx;
+  setup.dp_idx = setup.info.stage_comm.Get_rank();
+  const std::vector<double> costs = layer_parameter_counts(o.widths);
+  setup.bounds = partition_layers(costs, o.pp_size);
+  check_bounds(setup.bounds, static_cast<int>(costs.size()), o.pp_size);
+  setup.schedule = o.schedule == Schedule::GPipe
+                       ? gpipe_schedule(setup.pp_idx, o.pp_size, o.num_microbatches)
+                       : one_f_one_b_schedule(setup.pp_idx, o.pp_size, o.num_microbatches);
+  return setup;
+}
+
+// The training images in the order the run visits them: shuffled by the seed, the same on every
+// rank and in every layout.
+std::vector<std::size_t> image_order(std::size_t count, std::uint32_t seed) {
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937 generator(seed);
+  std::shuffle(order.begin(), order.end(), generator);
+  return order;
+}
+
+// Sums `mine` over world: only the last stage computes the loss, and every replica's last
+// stage has its own part of the batch, so nothing is counted twice.
+BatchStats sum_over_world(const BatchStats& mine, const Communicator& world) {
+  double values[3] = {mine.loss_sum, double(mine.correct), double(mine.count)};
+  MPI_Allreduce(MPI_IN_PLACE, values, 3, MPI_DOUBLE, MPI_SUM, world.handle());
+  return BatchStats{values[0], std::int64_t(values[1]), std::int64_t(values[2])};
+}
+
+double sum_over_world(double mine, const Communicator& world) {
+  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_DOUBLE, MPI_SUM, world.handle());
+  return mine;
+}
+
+// The forward passes of every micro-batch: the schedule of an evaluation.
+std::vector<PipeStep> forwards_only(int num_microbatches) {
+  std::vector<PipeStep> steps;
+  for (int mb = 0; mb < num_microbatches; ++mb) steps.push_back({PipeOp::Forward, mb});
+  return steps;
+}
+
+// The test images of this rank's replica go through the pipeline forward only, in batches of
+// up to 1000 per replica; returns the accuracy over all replicas.
+double evaluate(const PipelineTrainOptions& o, const ImageSet& test, MlpStageLayers& layers,
+                const RankSetup& setup, const Communicator& world) {
+  const std::size_t begin = test.count * setup.dp_idx / o.dp_size;
+  const std::size_t end = test.count * (setup.dp_idx + 1) / o.dp_size;
+  std::vector<std::size_t> rows(end - begin);
+  std::iota(rows.begin(), rows.end(), begin);
+  const Shard shard(test, std::move(rows));
+  constexpr std::size_t kBatch = 1000;
+  BatchStats mine;
+  Matrix x;
+  Labels labels;
+  Communicator pp_comm = setup.info.pp_comm;
+  for (std::size_t first = 0; first < shard.size(); first += kBatch) {
+    const std::size_t count = std::min(kBatch, shard.size() - first);
+    shard.batch(first, count, x, labels);
+    const int microbatches = static_cast<int>(std::min<std::size_t>(o.num_microbatches, count));
+    MlpStage stage(layers, PipelineBatch{count, microbatches, count, &x, &labels});
+    run_pipeline_schedule<float>(stage, forwards_only(microbatches), pp_comm);
+    mine += stage.stats();
+  }
+  return sum_over_world(mine, world).accuracy();
+}
+
+// Every rank's measurements, on world rank 0.
+std::vector<RankMeasurements> gather_measurements(const RankMeasurements& mine,
+                                                  const Communicator& world) {
+  static_assert(std::is_trivially_copyable_v<RankMeasurements>);
+  std::vector<RankMeasurements> all(world.Get_rank() == 0 ? world.Get_size() : 0);
+  MPI_Gather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, 0, world.handle());
+  return all;
+}
+
+}  // namespace
+
+std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
+                                     std::size_t train_images) {
+  const int num_layers = static_cast<int>(o.widths.size()) - 1;
+  const std::string model = "the " + model_text(o.widths) + " MLP";
+  if (o.pp_size > num_layers) {
+    return "--pp_size " + text(o.pp_size) + " needs a stage per pipeline rank, but " + model +
+           " has " + text(num_layers) + (num_layers == 1 ? " layer" : " layers") +
+           ": give more hidden widths, e.g. --hidden " + std::string(o.pp_size > 2 ? "256," : "") +
+           "256" + (o.pp_size > 2 ? std::string(",256") : "");
+  }
+  if (o.zero_stage < 0 || o.zero_stage > 3) {
+    return "--zero " + text(o.zero_stage) + " is not a ZeRO stage: 0, 1, 2 or 3";
+  }
+  if (o.train.batch_size % o.dp_size != 0) {
+    return "--batch_size " + text(o.train.batch_size) + " must be a multiple of --dp_size " +
+           text(o.dp_size);
+  }
+  const int per_replica = o.train.batch_size / o.dp_size;
+  if (o.num_microbatches > per_replica) {
+    return "--microbatches " + text(o.num_microbatches) + " cannot cut " + text(per_replica) +
+           " images per replica (--batch_size " + text(o.train.batch_size) + " / --dp_size " +
+           text(o.dp_size) + "): at most one micro-batch per image";
+  }
+  if (static_cast<std::size_t>(o.train.batch_size) > train_images) {
+    return "--batch_size " + text(o.train.batch_size) + " is larger than the training set (" +
+           text(train_images) + " images)";
+  }
+  if (o.pp_size * o.dp_size != ranks) {
+    const int wanted = o.pp_size * o.dp_size;
+    return "--pp_size " + text(o.pp_size) + " x --dp_size " + text(o.dp_size) + " = " +
+           text(wanted) + " ranks, but mpirun started " + text(ranks) +
+           ": run it with  mpirun -n " + text(wanted);
+  }
+  return "";
+}
+
+PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& data,
+                                   const Communicator& world_comm, std::ostream& progress,
+                                   const StageWorkObserver& observer) {
+  Communicator world = world_comm;
+  const bool root = world.Get_rank() == 0;
+  RankSetup setup = set_up_rank(o, world);
+  MlpStageLayers layers(o.widths, setup.bounds[setup.pp_idx], setup.bounds[setup.pp_idx + 1],
+                        o.seed);
+  ShardedOptimizer optimizer(layers, o.zero_stage, o.optimizer, setup.info.stage_comm);
+
+  const std::size_t global_batch = o.train.batch_size, local = global_batch / o.dp_size;
+  const long steps_per_epoch = static_cast<long>(data.train.count / global_batch);
+  const long lines = std::max(o.train.progress_lines, 1);
+  const long report_every = std::max(1L, steps_per_epoch / lines);
+  const std::vector<std::size_t> order = image_order(data.train.count, o.seed);
+
+  RankMeasurements measured;
+  measured.rank = world.Get_rank();
+  measured.pp_idx = setup.pp_idx;
+  measured.dp_idx = setup.dp_idx;
+  measured.first_layer = layers.first_layer();
+  measured.last_layer = layers.last_layer();
+  measured.stage_parameters = optimizer.state_bytes().parameters / sizeof(float);
+  if (o.zero_stage == 3) {  // its parameters are shards already: count the layers' own
+    const std::vector<double> counts = layer_parameter_counts(o.widths);
+    measured.stage_parameters = static_cast<std::size_t>(std::accumulate(
+        counts.begin() + layers.first_layer(), counts.begin() + layers.last_layer(), 0.0));
+  }
+
+  PipelineTrainReport report;
+  double bubble_sum = 0;
+  long bubble_steps = 0;
+  Matrix x;
+  Labels labels;
+  world.Barrier();
+  const double start = MPI_Wtime();
+  bool done = false;
+  for (int epoch = 1; epoch <= o.train.epochs && !done; ++epoch) {
+    report.last_epoch = {};
+    BatchStats recent;  // this rank's (last stage) totals since the last progress line
+    for (long step = 1; step <= steps_per_epoch && !done; ++step) {
+      // This replica's contiguous part of the step's global batch.
+      const std::size_t first = (step - 1) * global_batch + setup.dp_idx * local;
+      const Shard batch(data.train, std::vector<std::size_t>(order.begin() + first,
+                                                             order.begin() + first + local));
+      batch.batch(0, local, x, labels);
+      const float lr = o.train.lr.at(report.steps);
+      ++report.steps;
+
+      optimizer.start_step();
+      MlpStage stage(layers, PipelineBatch{local, o.num_microbatches, global_batch, &x, &labels});
+      TimedStage timed(stage, report.steps, observer);
+      const double begin = MPI_Wtime();
+      run_pipeline_schedule<float>(timed, setup.schedule, setup.info.pp_comm);
+      const double elapsed = MPI_Wtime() - begin;
+      optimizer.step(lr);
+
+      // Step 1 also pays for first touches of memory: leave it out when there are others.
+      if (report.steps > 1 || o.train.max_steps == 1) {
+        bubble_sum += elapsed > 0 ? 1 - timed.busy_seconds() / elapsed : 0;
+        ++bubble_steps;
+      }
+      measured.peak_stashed_microbatches =
+          std::max(measured.peak_stashed_microbatches, stage.peak_stashed_microbatches());
+      measured.peak_activation_bytes =
+          std::max(measured.peak_activation_bytes, stage.peak_stashed_bytes());
+      recent += stage.stats();
+      done = report.steps == o.train.max_steps;
+
+      if (step % report_every != 0 && step != steps_per_epoch && !done) continue;
+      const BatchStats total = sum_over_world(recent, world);
+      recent = {};
+      report.last_epoch += total;
+      report.images += total.count;
+      if (root && o.train.progress_lines > 0) {
+        progress << progress_line(epoch, o.train.epochs, step, steps_per_epoch, total, lr,
+                                  report.images / (MPI_Wtime() - start))
+                 << std::endl;
+      }
+    }
+  }
+  report.seconds = MPI_Wtime() - start;
+
+  measured.states = optimizer.state_bytes();
+  measured.peak_transient_bytes = optimizer.peak_transient_bytes();
+  measured.bubble_fraction = bubble_steps ? bubble_sum / bubble_steps : 0;
+  measured.bytes_sent = setup.info.pp_comm.total_bytes_transferred() +
+                        setup.info.stage_comm.total_bytes_transferred();
+
+  // Below stage 3 every replica holds the same weights: the first one's count.
+  const bool counts_weights = o.zero_stage == 3 || setup.dp_idx == 0;
+  report.weights_l2 =
+      std::sqrt(sum_over_world(counts_weights ? optimizer.held_square_sum() : 0, world));
+  report.test_accuracy = evaluate(o, data.test, layers, setup, world);
+  report.ranks = gather_measurements(measured, world);
+  return report;
+}
+
+}  // namespace dtk

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Kit self-test of unified_train's pipeline trainer (assignment 2), run against the reference.
+
+  layouts       every layout, schedule, micro-batch count and ZeRO stage trains to the weights
+                of one rank (weights_l2 of --report, relative 1e-5), SGD and Adam
+  measurements  what the run measures holds: stashed micro-batches exactly (GPipe m, 1F1B
+                min(p - s, m)); ZeRO's model states 1/dp of stage 0's within a shard's padding; ZeRO-3 sends 1.5x the bytes of stage 0 (within 5 %); the bottleneck stage's
+                bubble near (p - 1) / (m + p - 1) on a model whose two stages take equal time
+
+usage: check_pipeline_training.py layouts|measurements <unified_train> <mpirun> [mpirun flags...]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MODE, PROGRAM, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
+# 4 layers of 100480, 8256, 2080 and 330 parameters: none divisible by 3, the last not by 4.
+MODEL = ["--hidden", "128,64,32"]
+failures = []
+
+
+def train(ranks, *flags):
+    """Runs unified_train on `ranks` ranks and returns its --report."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = os.path.join(scratch, "report.json")
+        command = MPIRUN + ["-n", str(ranks), PROGRAM, *flags, "--report", report]
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise SystemExit(f"FAIL: {' '.join(command)} exited {run.returncode}\n"
+                             f"{run.stdout[-2000:]}{run.stderr[-2000:]}")
+        with open(report) as f:
+            return json.load(f)
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def layouts():
+    # (ranks, flags): pipelines alone, with data parallelism (the homework: two pipelines of
+    # three stages running three micro-batches), m < p, m = 1, and every ZeRO stage.
+    cases = [
+        (2, "--pp_size 2 --microbatches 1 --schedule gpipe"),
+        (2, "--pp_size 2 --microbatches 4 --schedule 1f1b"),
+        (3, "--pp_size 3 --microbatches 2 --schedule gpipe"),
+        (4, "--pp_size 4 --microbatches 8 --schedule 1f1b"),
+        (4, "--pp_size 4 --microbatches 3 --schedule 1f1b"),
+        (6, "--pp_size 3 --dp_size 2 --microbatches 3 --schedule 1f1b"),
+        (4, "--dp_size 4"),
+        (8, "--pp_size 2 --dp_size 4 --microbatches 2 --schedule gpipe"),
+    ]
+    zero_cases = [
+        (3, "--dp_size 3 --zero 1"),
+        (4, "--dp_size 4 --zero 2"),
+        (2, "--dp_size 2 --zero 3"),
+        (4, "--pp_size 2 --dp_size 2 --microbatches 3 --zero 3 --schedule gpipe"),
+        (6, "--pp_size 2 --dp_size 3 --microbatches 2 --zero 2"),
+        (8, "--dp_size 8 --zero 3"),
+    ]
+    common = MODEL + ["--max_steps", "4", "--batch_size", "96"]
+    for optimizer, runs in (("sgd", cases + zero_cases[:2]), ("adam", zero_cases + cases[-2:])):
+        reference = train(1, *common, "--optimizer", optimizer)["weights_l2"]
+        for ranks, flags in runs:
+            got = train(ranks, *common, "--optimizer", optimizer, *flags.split())["weights_l2"]
+            error = abs(got - reference) / reference
+            check(error <= 1e-5, f"{optimizer} {flags} (-n {ranks}): weights_l2 {got:.9g}, one rank "
+                                 f"{reference:.9g}, relative error {error:.1e}")
+
+
+def measurements():
+    common = MODEL + ["--max_steps", "3", "--batch_size", "96"]
+    # Stashed activations: GPipe keeps all m micro-batches, 1F1B at most p - s on stage s.
+    for schedule, m in (("gpipe", 8), ("1f1b", 8), ("1f1b", 3)):
+        report = train(4, *common, "--pp_size", "4", "--microbatches", str(m), "--schedule",
+                       schedule)
+        stashed = [r["peak_stashed_microbatches"] for r in report["ranks"]]
+        bound = [m if schedule == "gpipe" else min(4 - s, m) for s in range(4)]
+        check(stashed == bound, f"{schedule}, 4 stages, {m} micro-batches: stashed {stashed}, "
+                                f"expected {bound}")
+
+    # ZeRO on 4 data-parallel ranks: each stage shards one more of the model states.
+    dp, layers = 4, 4
+    states = {z: train(dp, *common, "--dp_size", str(dp), "--optimizer", "adam", "--zero", str(z))
+              for z in range(4)}
+    plain = states[0]["ranks"][0]["peak_bytes"]
+    # A shard is ceil(numel / dp) values, padding included; Adam keeps its states (8 bytes a
+    # value) for the values a rank owns, which the last ranks have fewer of.
+    for z, category, value_bytes in ((1, "optimizer", 8), (2, "gradients", 4),
+                                     (3, "parameters", 4)):
+        padding = dp * layers * value_bytes
+        for rank in states[z]["ranks"]:
+            got, share = rank["peak_bytes"][category], plain[category] / dp
+            check(abs(got - share) < padding,
+                  f"ZeRO-{z} rank {rank['rank']}: {category} {got} bytes, 1/{dp} of stage 0's is "
+                  f"{share:.0f} (within {padding} bytes: padding)")
+    ratio = states[3]["ranks"][0]["bytes_sent_per_step"] / plain_bytes(states[0])
+    check(abs(ratio - 1.5) <= 0.075, f"ZeRO-3 sends {ratio:.3f}x the bytes of stage 0 per step "
+                                     f"(1.5 within 5 %)")
+
+    # The bubble. Stage 0 holds 784 -> 256 (forward and weight gradient), stage 1 256 -> 500 ->
+    # 10 (forward and both gradients): equal work. The bottleneck stage's idle share follows
+    # (p - 1) / (m + p - 1); the blocking sends and this shared machine add to the rest.
+    for m in (1, 4, 8):
+        report = train(2, "--hidden", "256,500", "--pp_size", "2", "--microbatches", str(m),
+                       "--max_steps", "20", "--batch_size", "512")
+        bubble = min(r["bubble_fraction"] for r in report["ranks"])
+        theory = 1 / (m + 1)
+        check(abs(bubble - theory) <= 0.12, f"1F1B, 2 stages, {m} micro-batches: bottleneck "
+                                            f"bubble {bubble:.3f}, theory {theory:.3f} (+-0.12)")
+
+
+def plain_bytes(report):
+    return report["ranks"][0]["bytes_sent_per_step"]
+
+
+{"layouts": layouts, "measurements": measurements}[MODE]()
+if failures:
+    sys.exit(f"FAIL: {len(failures)} check(s)")
