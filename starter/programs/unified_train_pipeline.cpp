@@ -4,6 +4,9 @@
 // per rank: the pipeline's bubble beside its theory, the stashed activations beside the
 // schedule's bound, and the model states beside your 9.1 model's prediction.
 #include <dtk/model/cores.hpp>
+#if DTK_WITH_REPLICAS_TRAINER
+#include <dtk/model/tensor_parallel_split.hpp>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -46,26 +49,18 @@ double predicted_state_bytes(const PipelineTrainOptions& p, std::size_t stage_pa
                                   optimizer_bytes_per_parameter(p.optimizer) / 2);
 }
 
-// The flags of assignment 1 that the pipeline trainer has no use for.
-void refuse_tensor_parallel_flags(const Options& o) {
-  if (o.parallelism.mp_size > 1 || o.parallelism.megatron) {
-    throw UsageError(std::string(o.parallelism.mp_size > 1 ? "--mp_size" : "--megatron-mp") +
-                     " with " + o.first_pipeline_flag +
-                     ": the pipeline trainer runs pipeline and data parallelism (pp_size x "
-                     "dp_size ranks), not tensor parallelism; leave out --mp_size and "
-                     "--megatron-mp");
-  }
-}
-
-void print_header(const Options& o, const Mnist& data, int ranks) {
-  const PipelineTrainOptions& p = o.pipeline;
+void print_header(const Options& o, const PipelineTrainOptions& p, const Mnist& data, int ranks) {
   const TrainOptions& t = p.train;
   const int local = t.batch_size / p.dp_size;
   std::cout << "Training the " << model_name(p.widths) << " MLP on " << ranks
             << (ranks == 1 ? " rank" : " ranks") << ": " << p.pp_size << " pipeline "
             << (p.pp_size == 1 ? "stage" : "stages") << " x " << p.dp_size << " data-parallel "
-            << (p.dp_size == 1 ? "replica" : "replicas") << ", " << schedule_name(p.schedule)
-            << " with " << p.num_microbatches << " micro-"
+            << (p.dp_size == 1 ? "replica" : "replicas");
+  if (p.mp_size > 1) {
+    std::cout << " x " << p.mp_size << " tensor-parallel ranks ("
+              << (p.megatron ? "Megatron" : "naive") << ")";
+  }
+  std::cout << ", " << schedule_name(p.schedule) << " with " << p.num_microbatches << " micro-"
             << (p.num_microbatches == 1 ? "batch" : "batches") << ", ZeRO stage " << p.zero_stage
             << "\n"
             << "  data " << o.data_dir << ": " << data.train.count << " training and "
@@ -83,50 +78,60 @@ std::size_t stash_bound(const PipelineTrainOptions& p, int stage) {
   return static_cast<std::size_t>(std::min(bound, p.num_microbatches));
 }
 
+// A column of megabytes per step.
+std::string per_step(std::uint64_t bytes, long steps) {
+  return megabytes(steps ? bytes / steps : 0);
+}
+
 void print_pipeline_table(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
   const double theory = double(p.pp_size - 1) / (p.num_microbatches + p.pp_size - 1);
   std::printf(
-      "\nPipeline (bubble: idle share of the schedule's time; theory (p - 1) / (m + p - 1) = "
-      "%.3f):\n",
-      theory);
-  std::printf("  %4s %5s %3s %7s %7s %8s %6s %14s\n", "rank", "stage", "dp", "layers", "bubble",
-              "stashed", "bound", "activations MB");
+      "\nPer rank: the bubble (idle share of the schedule's time; theory (p - 1) / (m + p - 1) "
+      "= %.3f), the micro-batches stashed at once (%s bound), and the MB sent per step:\n",
+      theory, p.schedule == Schedule::GPipe ? "GPipe's: m" : "1F1B's: min(p - s, m)");
+  std::printf("  %4s %5s %3s %3s %7s %7s %8s %6s %14s %10s %10s %10s\n", "rank", "stage", "dp",
+              "mp", "layers", "bubble", "stashed", "bound", "activations MB", "pipeline",
+              "data par.", "tensor par.");
   for (const RankMeasurements& m : r.ranks) {
     const std::string layers =
         std::to_string(m.first_layer) + "-" + std::to_string(m.last_layer - 1);
-    std::printf("  %4d %5d %3d %7s %7.3f %8zu %6zu %14s\n", m.rank, m.pp_idx, m.dp_idx,
-                layers.c_str(), m.bubble_fraction, m.peak_stashed_microbatches,
-                stash_bound(p, m.pp_idx), megabytes(m.peak_activation_bytes).c_str());
+    std::printf("  %4d %5d %3d %3d %7s %7.3f %8zu %6zu %14s %s %s %s\n", m.rank, m.pp_idx, m.dp_idx,
+                m.mp_idx, layers.c_str(), m.bubble_fraction, m.peak_stashed_microbatches,
+                stash_bound(p, m.pp_idx), megabytes(m.peak_activation_bytes).c_str(),
+                per_step(m.pipeline_bytes, r.steps).c_str(),
+                per_step(m.data_parallel_bytes, r.steps).c_str(),
+                per_step(m.tensor_parallel_bytes, r.steps).c_str());
   }
 }
 
 void print_memory_table(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
+  const double k = optimizer_bytes_per_parameter(p.optimizer);
   std::printf(
-      "\nModel states per rank after the last step (MB; fp32: 4 bytes per parameter and per "
-      "gradient, %s %g bytes per parameter), beside 2 x zero_memory_per_rank(stage Ψ, %d, %d, "
-      "k = %g):\n",
-      optimizer_name(p.optimizer), optimizer_bytes_per_parameter(p.optimizer), p.dp_size,
-      p.zero_stage, optimizer_bytes_per_parameter(p.optimizer) / 2);
-  std::printf("  %4s %5s %10s %10s %10s %10s %10s %10s %10s %12s\n", "rank", "stage", "Ψ", "params",
-              "grads", "optimizer", "total", "predicted", "transient", "sent MB/step");
+      "\nModel states per rank after the last step, MB (fp32: 4 bytes per parameter and per "
+      "gradient, %s keeps %g per parameter),\nbeside your 9.1 for this fp32 run: 2 x "
+      "zero_memory_per_rank(Ψ, %d, %d, k = %g), Ψ the parameters the rank's data-parallel "
+      "group shards:\n",
+      optimizer_name(p.optimizer), k, p.dp_size, p.zero_stage, k / 2);
+  // "Ψ" is one column wide but two bytes long: printf pads it one short.
+  std::printf("  %4s %5s %11s %10s %10s %10s %10s %10s %10s\n", "rank", "stage", "Ψ", "params",
+              "grads", "optimizer", "total", "predicted", "transient");
   for (const RankMeasurements& m : r.ranks) {
-    std::printf("  %4d %5d %10zu %s %s %s %s %s %s %12s\n", m.rank, m.pp_idx, m.stage_parameters,
+    std::printf("  %4d %5d %10zu %s %s %s %s %s %s\n", m.rank, m.pp_idx, m.stage_parameters,
                 megabytes(m.states.parameters).c_str(), megabytes(m.states.gradients).c_str(),
                 megabytes(m.states.optimizer).c_str(), megabytes(m.states.total()).c_str(),
                 megabytes(predicted_state_bytes(p, m.stage_parameters)).c_str(),
-                megabytes(m.peak_transient_bytes).c_str(),
-                megabytes(r.steps ? m.bytes_sent / r.steps : 0).c_str());
+                megabytes(m.peak_transient_bytes).c_str());
   }
   std::fflush(stdout);
 }
 
-nlohmann::json report_json(const Options& o, const PipelineTrainReport& r) {
-  const PipelineTrainOptions& p = o.pipeline;
+nlohmann::json report_json(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankMeasurements& m : r.ranks) {
     ranks.push_back({{"rank", m.rank},
                      {"pp_idx", m.pp_idx},
                      {"dp_idx", m.dp_idx},
+                     {"mp_idx", m.mp_idx},
                      {"layers", {m.first_layer, m.last_layer}},
                      {"stage_parameters", m.stage_parameters},
                      {"peak_bytes",
@@ -136,14 +141,20 @@ nlohmann::json report_json(const Options& o, const PipelineTrainReport& r) {
                        {"activations", m.peak_activation_bytes},
                        {"transient", m.peak_transient_bytes}}},
                      {"predicted_model_state_bytes", predicted_state_bytes(p, m.stage_parameters)},
-                     {"bytes_sent", m.bytes_sent},
-                     {"bytes_sent_per_step", r.steps ? double(m.bytes_sent) / r.steps : 0.0},
+                     {"bytes_sent", m.bytes_sent()},
+                     {"bytes_sent_per_step", r.steps ? double(m.bytes_sent()) / r.steps : 0.0},
+                     {"bytes_by_group",
+                      {{"pipeline", m.pipeline_bytes},
+                       {"data_parallel", m.data_parallel_bytes},
+                       {"tensor_parallel", m.tensor_parallel_bytes}}},
                      {"bubble_fraction", m.bubble_fraction},
                      {"peak_stashed_microbatches", m.peak_stashed_microbatches}});
   }
   return {{"model", p.widths},
           {"pp_size", p.pp_size},
           {"dp_size", p.dp_size},
+          {"mp_size", p.mp_size},
+          {"megatron", p.megatron},
           {"microbatches", p.num_microbatches},
           {"schedule", p.schedule == Schedule::GPipe ? "gpipe" : "1f1b"},
           {"optimizer", p.optimizer == OptimizerKind::Adam ? "adam" : "sgd"},
@@ -176,8 +187,12 @@ void check_writable(const std::string& path, const std::string& flag, const Comm
 }  // namespace
 
 void run_pipeline(const Options& o, const Communicator& world) {
-  refuse_tensor_parallel_flags(o);
-  const PipelineTrainOptions& p = o.pipeline;
+  PipelineTrainOptions p = o.pipeline;
+  p.mp_size = o.parallelism.mp_size;
+  p.megatron = o.parallelism.megatron;
+#if DTK_WITH_REPLICAS_TRAINER
+  p.tensor_parallel = split_stage_layers;  // assignment 1's functions are in this build
+#endif
   share_cores(world);
   const Mnist data = load_data(o.data_dir, world, p.widths.back());
   if (data.train.pixels != static_cast<std::size_t>(p.widths.front())) {
@@ -189,7 +204,7 @@ void run_pipeline(const Options& o, const Communicator& world) {
   if (!problem.empty()) throw UsageError(problem);
   check_writable(o.report_file, "--report", world);
   const bool root = world.Get_rank() == 0;
-  if (root) print_header(o, data, world.Get_size());
+  if (root) print_header(o, p, data, world.Get_size());
 
   const PipelineTrainReport report = train_pipeline(p, data, world, std::cout);
   if (!root) return;
@@ -205,7 +220,7 @@ void run_pipeline(const Options& o, const Communicator& world) {
   print_memory_table(p, report);
   if (!o.report_file.empty()) {
     write_file(o.report_file, "report",
-               [&](std::ostream& out) { out << report_json(o, report).dump(2) << "\n"; });
+               [&](std::ostream& out) { out << report_json(p, report).dump(2) << "\n"; });
   }
 }
 

@@ -20,13 +20,34 @@ void require(bool ok, const std::string& what) {
 
 std::string text(std::size_t n) { return std::to_string(n); }
 
+// The starting weights of layers [first_layer, last_layer): layer l drawn from seed + l.
+std::vector<LayerWeights> whole_layers(const std::vector<int>& widths, int first_layer,
+                                       int last_layer, std::uint32_t seed) {
+  std::vector<LayerWeights> weights;
+  for (int l = first_layer; l < last_layer; ++l) {
+    weights.push_back(initial_layer_weights(widths[l], widths[l + 1], seed + l));
+  }
+  return weights;
+}
+
 }  // namespace
 
 // ------------------------------------ MlpStageLayers ------------------------------------------
 
 MlpStageLayers::MlpStageLayers(std::vector<int> widths, int first_layer, int last_layer,
                                std::uint32_t seed)
-    : widths_(std::move(widths)), first_layer_(first_layer), last_layer_(last_layer) {
+    : MlpStageLayers(widths, first_layer, last_layer, StageSplit{}) {
+  for (auto& [weight, bias] : whole_layers(widths_, first_layer, last_layer, seed)) {
+    layers_.push_back({weight, bias, xt::zeros_like(weight), xt::zeros_like(bias)});
+  }
+}
+
+MlpStageLayers::MlpStageLayers(std::vector<int> widths, int first_layer, int last_layer,
+                               StageSplit split)
+    : widths_(std::move(widths)),
+      first_layer_(first_layer),
+      last_layer_(last_layer),
+      split_(std::move(split)) {
   const int num_layers = static_cast<int>(widths_.size()) - 1;
   require(num_layers >= 1, "MlpStageLayers: an MLP needs at least two widths (input, output)");
   require(std::all_of(widths_.begin(), widths_.end(), [](int w) { return w >= 1; }),
@@ -35,12 +56,21 @@ MlpStageLayers::MlpStageLayers(std::vector<int> widths, int first_layer, int las
           "MlpStageLayers: layers [" + std::to_string(first_layer) + ", " +
               std::to_string(last_layer) + ") are not a non-empty range of the model's " +
               std::to_string(num_layers) + " layers");
-  for (int l = first_layer; l < last_layer; ++l) {
-    auto [weight, bias] = initial_layer_weights(widths_[l], widths_[l + 1], seed + l);
-    Matrix grad_weight = xt::zeros_like(weight), grad_bias = xt::zeros_like(bias);
-    layers_.push_back(
-        {std::move(weight), std::move(bias), std::move(grad_weight), std::move(grad_bias)});
+  const std::size_t count = last_layer - first_layer;
+  require(
+      split_.layers.empty() || (split_.layers.size() == count && split_.weights.size() == count),
+      "MlpStageLayers: a split of " + std::to_string(split_.layers.size()) + " layers for " +
+          std::to_string(count) + " layers");
+  for (auto& [weight, bias] : split_.weights) {
+    layers_.push_back({weight, bias, xt::zeros_like(weight), xt::zeros_like(bias)});
   }
+  split_.weights.clear();  // now in layers_
+}
+
+std::uint64_t MlpStageLayers::model_parallel_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const auto& split : split_.layers) bytes += split->bytes_sent();
+  return bytes;
 }
 
 void MlpStageLayers::zero_grads() {
@@ -93,12 +123,12 @@ std::pair<std::size_t, std::size_t> MlpStage::rows_of(int mb) const {
   return microbatch_rows(batch_.rows, batch_.num_microbatches, mb);
 }
 
-int MlpStage::width_before(std::size_t j) const {
-  return layers_.widths()[layers_.first_layer() + j];
-}
-
-int MlpStage::width_after(std::size_t j) const {
-  return layers_.widths()[layers_.first_layer() + j + 1];
+std::size_t MlpStage::Stashed::bytes() const {
+  std::size_t values = 0;
+  for (const auto* tensors : {&activations, &split_inputs}) {
+    for (const Matrix& tensor : *tensors) values += tensor.size();
+  }
+  return values * sizeof(float);
 }
 
 bool MlpStage::relu_after(std::size_t j) const {
@@ -127,12 +157,23 @@ Matrix MlpStage::forward(int mb, const Matrix& input) {
   expect_shape(input, rows, width, "MlpStage::forward(" + std::to_string(mb) + ") input");
   require(!stash_.count(mb), "MlpStage::forward(" + std::to_string(mb) + ") called twice");
 
-  std::vector<Matrix> activations = {input};
+  Stashed stashed{{input}, std::vector<Matrix>(layers_.layers().size())};
+  std::vector<Matrix>& activations = stashed.activations;
   for (std::size_t j = 0; j < layers_.layers().size(); ++j) {
-    Matrix out({rows, static_cast<std::size_t>(width_after(j))});
+    LayerSplit* split = layers_.split(j);
+    Matrix out;
     layers_.with_weights(j, [&](const DenseLayer& layer) {
-      matmul(activations.back(), layer.weight, out);
-      add_row(out, layer.bias);
+      // A split layer may need more than this rank's part of its input (split.hpp).
+      if (split) stashed.split_inputs[j] = split->forward_input(activations.back());
+      const Matrix& in = split ? stashed.split_inputs[j] : activations.back();
+      Matrix product({rows, layer.weight.shape(1)});
+      matmul(in, layer.weight, product);
+      if (split) {
+        out = split->forward_output(product, layer.bias);
+      } else {
+        add_row(product, layer.bias);
+        out = std::move(product);
+      }
     });
     if (relu_after(j)) out = xt::maximum(out, 0.0f);
     activations.push_back(std::move(out));
@@ -146,8 +187,8 @@ Matrix MlpStage::forward(int mb, const Matrix& input) {
     loss_grads_[mb] = loss.backward();
   }
   Matrix output = activations.back();
-  for (const Matrix& a : activations) stashed_bytes_ += a.size() * sizeof(float);
-  stash_[mb] = std::move(activations);
+  stashed_bytes_ += stashed.bytes();
+  stash_[mb] = std::move(stashed);
   peak_stashed_ = std::max(peak_stashed_, stash_.size());
   peak_stashed_bytes_ = std::max(peak_stashed_bytes_, stashed_bytes_);
   return output;
@@ -162,11 +203,12 @@ Matrix MlpStage::loss_grad(int mb) const {
 }
 
 Matrix MlpStage::backward(int mb, const Matrix& output_grad) {
-  auto stashed = stash_.extract(mb);  // the activations are freed when this step ends
-  require(!stashed.empty(), "MlpStage::backward(" + std::to_string(mb) + ") before forward(" +
-                                std::to_string(mb) + ")");
-  const std::vector<Matrix>& activations = stashed.mapped();
-  for (const Matrix& a : activations) stashed_bytes_ -= a.size() * sizeof(float);
+  auto node = stash_.extract(mb);  // the activations are freed when this step ends
+  require(!node.empty(), "MlpStage::backward(" + std::to_string(mb) + ") before forward(" +
+                             std::to_string(mb) + ")");
+  const Stashed& stashed = node.mapped();
+  const std::vector<Matrix>& activations = stashed.activations;
+  stashed_bytes_ -= stashed.bytes();
   const auto [rows, width] = output_shape(mb);
   expect_shape(output_grad, rows, width,
                "MlpStage::backward(" + std::to_string(mb) + ") output gradient");
@@ -177,10 +219,13 @@ Matrix MlpStage::backward(int mb, const Matrix& output_grad) {
     if (relu_after(j)) grad = xt::where(activations[j + 1] > 0.0f, grad, 0.0f);
     // A layer's backward runs with its weights there, as in ZeRO-3's accounting: one gather in
     // the forward and one in the backward of every layer.
+    LayerSplit* split = layers_.split(j);
     layers_.with_weights(j, [&](DenseLayer& layer) {
-      // grad_W += inputᵀ · grad and grad_b += column sums of grad, for this micro-batch's rows.
+      if (split) grad = split->backward_output(grad);
+      const Matrix& in = split ? stashed.split_inputs[j] : activations[j];
+      // grad_W += inᵀ · grad and grad_b += column sums of grad, for this micro-batch's rows.
       Matrix grad_weight(layer.grad_weight.shape());
-      matmul(activations[j], grad, grad_weight, /*transpose_a=*/true);
+      matmul(in, grad, grad_weight, /*transpose_a=*/true);
       layer.grad_weight += grad_weight;
       Matrix grad_bias;
       column_sums(grad, grad_bias);
@@ -190,9 +235,9 @@ Matrix MlpStage::backward(int mb, const Matrix& output_grad) {
         grad = Matrix::from_shape({0, 0});
         return;
       }
-      Matrix input_grad({rows, static_cast<std::size_t>(width_before(j))});
-      matmul(grad, layer.weight, input_grad, false, /*transpose_b=*/true);
-      grad = std::move(input_grad);
+      Matrix product_grad({rows, layer.weight.shape(0)});
+      matmul(grad, layer.weight, product_grad, false, /*transpose_b=*/true);
+      grad = split ? split->backward_input(product_grad) : std::move(product_grad);
     });
   }
   return grad;

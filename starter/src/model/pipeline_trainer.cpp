@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <ostream>
 #include <random>
@@ -67,15 +68,15 @@ class TimedStage : public PipelineStage<float> {
 // Everything about this rank's place in the run that the steps need.
 struct RankSetup {
   PipelineInfo info;
-  int pp_idx = 0, dp_idx = 0;
+  int pp_idx = 0, dp_idx = 0, mp_idx = 0;
   std::vector<int> bounds;  // partition_layers' stage boundaries
   std::vector<PipeStep> schedule;
 };
 
 void check_pipeline_info(const PipelineInfo& info, int rank, const PipelineTrainOptions& o) {
-  const int expected_stage = rank / o.dp_size;
-  const std::string got = "get_pipeline_info(world, " + text(rank) + ", 1, " + text(o.dp_size) +
-                          ", " + text(o.pp_size) + ") returned ";
+  const int stage_size = o.mp_size * o.dp_size, expected_stage = rank / stage_size;
+  const std::string got = "get_pipeline_info(world, " + text(rank) + ", " + text(o.mp_size) + ", " +
+                          text(o.dp_size) + ", " + text(o.pp_size) + ") returned ";
   if (info.pp_idx != expected_stage || info.pp_comm.Get_size() != o.pp_size ||
       info.pp_comm.Get_rank() != expected_stage) {
     throw std::runtime_error(got + "pp_idx " + text(info.pp_idx) + " and a pp_comm of " +
@@ -83,11 +84,11 @@ void check_pipeline_info(const PipelineInfo& info, int rank, const PipelineTrain
                              text(info.pp_comm.Get_rank()) + "; expected stage " +
                              text(expected_stage) + " of " + text(o.pp_size));
   }
-  if (info.stage_comm.Get_size() != o.dp_size || info.stage_comm.Get_rank() != rank % o.dp_size) {
+  if (info.stage_comm.Get_size() != stage_size || info.stage_comm.Get_rank() != rank % stage_size) {
     throw std::runtime_error(got + "a stage_comm of " + text(info.stage_comm.Get_size()) +
                              " ranks in which it is rank " + text(info.stage_comm.Get_rank()) +
-                             "; expected rank " + text(rank % o.dp_size) + " of " +
-                             text(o.dp_size));
+                             "; expected rank " + text(rank % stage_size) + " of " +
+                             text(stage_size));
   }
 }
 
@@ -112,15 +113,28 @@ void check_bounds(const std::vector<int>& bounds, int num_layers, int pp_size) {
                            text(num_layers));
 }
 
+// The costs partition_layers balances: each layer's parameter count, or each pair's when the
+// stages are tensor parallel (a stage holds whole pairs).
+std::vector<double> partition_costs(const PipelineTrainOptions& o) {
+  std::vector<double> costs = layer_parameter_counts(o.widths);
+  if (o.mp_size == 1) return costs;
+  std::vector<double> pairs;
+  for (std::size_t l = 0; l + 1 < costs.size(); l += 2) pairs.push_back(costs[l] + costs[l + 1]);
+  return pairs;
+}
+
 RankSetup set_up_rank(const PipelineTrainOptions& o, const Communicator& world) {
   const int rank = world.Get_rank();
-  RankSetup setup{get_pipeline_info(world, rank, 1, o.dp_size, o.pp_size), 0, 0, {}, {}};
+  RankSetup setup{get_pipeline_info(world, rank, o.mp_size, o.dp_size, o.pp_size), 0, 0, 0, {}, {}};
   check_pipeline_info(setup.info, rank, o);
   setup.pp_idx = setup.info.pp_idx;
-  setup.dp_idx = setup.info.stage_comm.Get_rank();
-  const std::vector<double> costs = layer_parameter_counts(o.widths);
+  setup.mp_idx = rank % o.mp_size;
+  setup.dp_idx = (rank / o.mp_size) % o.dp_size;
+  const std::vector<double> costs = partition_costs(o);
   setup.bounds = partition_layers(costs, o.pp_size);
   check_bounds(setup.bounds, static_cast<int>(costs.size()), o.pp_size);
+  const int layers_per_unit = o.mp_size == 1 ? 1 : 2;
+  for (int& bound : setup.bounds) bound *= layers_per_unit;
   setup.schedule = o.schedule == Schedule::GPipe
                        ? gpipe_schedule(setup.pp_idx, o.pp_size, o.num_microbatches)
                        : one_f_one_b_schedule(setup.pp_idx, o.pp_size, o.num_microbatches);
@@ -135,6 +149,15 @@ std::vector<std::size_t> image_order(std::size_t count, std::uint32_t seed) {
   std::mt19937 generator(seed);
   std::shuffle(order.begin(), order.end(), generator);
   return order;
+}
+
+// The median of `values` (0 for none): a step the machine's other work slowed down moves it
+// less than the mean.
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const auto middle = values.begin() + values.size() / 2;
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
 }
 
 // Sums `mine` over world: only the last stage computes the loss, and every replica's last
@@ -177,9 +200,27 @@ double evaluate(const PipelineTrainOptions& o, const ImageSet& test, MlpStageLay
     const int microbatches = static_cast<int>(std::min<std::size_t>(o.num_microbatches, count));
     MlpStage stage(layers, PipelineBatch{count, microbatches, count, &x, &labels});
     run_pipeline_schedule<float>(stage, forwards_only(microbatches), pp_comm);
-    mine += stage.stats();
+    if (setup.mp_idx == 0) mine += stage.stats();
   }
   return sum_over_world(mine, world).accuracy();
+}
+
+// This rank's part of the sum of squares of the model's weights: every replica holds the same
+// weights, so the first one counts, and of a bias every rank of a model-parallel group holds
+// whole, one copy. Collective over the data-parallel group (ZeRO-3 gathers each layer).
+double weights_square_sum(MlpStageLayers& layers, const RankSetup& setup) {
+  double sum = 0;
+  const auto add = [&sum](const Matrix& values) {
+    for (const float v : values) sum += double(v) * v;
+  };
+  for (std::size_t j = 0; j < layers.layers().size(); ++j) {
+    layers.with_weights(j, [&](const DenseLayer& layer) {
+      if (setup.dp_idx != 0) return;
+      add(layer.weight);
+      if (layers.owns_bias(j)) add(layer.bias);
+    });
+  }
+  return sum;
 }
 
 // Every rank's measurements, on world rank 0.
@@ -191,12 +232,48 @@ std::vector<RankMeasurements> gather_measurements(const RankMeasurements& mine,
   return all;
 }
 
+// Where tensor parallelism cannot split the model as asked: "" or why not.
+std::string tensor_parallel_problem(const PipelineTrainOptions& o, const std::string& model) {
+  const int num_layers = static_cast<int>(o.widths.size()) - 1, mp = o.mp_size;
+  if (!o.tensor_parallel) {
+    return "--mp_size splits layers with assignment 1's functions (get_info, Parts 3 and 6), "
+           "which this build does not hold";
+  }
+  if (num_layers % 2 != 0) {
+    return "tensor parallelism splits the layers in pairs (fc1 and fc2 of assignment 1), but " +
+           model + " has " + text(num_layers) +
+           " layers: give an odd number of hidden widths, e.g. --hidden 256 or 256,256,256";
+  }
+  if (o.pp_size > num_layers / 2) {
+    return "--pp_size " + text(o.pp_size) + " with --mp_size " + text(mp) +
+           ": every stage holds whole pairs of layers, and " + model + " has " +
+           text(num_layers / 2) + (num_layers == 2 ? " pair" : " pairs");
+  }
+  for (int l = 0; l < num_layers; l += 2) {
+    if (o.widths[l + 1] % mp != 0) {
+      return "--mp_size " + text(mp) +
+             " must divide the width each pair of layers splits: " + text(o.widths[l + 1]) +
+             " (layer " + text(l) + "'s output)";
+    }
+    if (!o.megatron && o.widths[l + 2] % mp != 0) {
+      return "naive model parallelism splits layer " + text(l + 1) + "'s " + text(o.widths[l + 2]) +
+             " outputs too: --mp_size must divide it; Megatron "
+             "(--megatron-mp) need not";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
                                      std::size_t train_images) {
   const int num_layers = static_cast<int>(o.widths.size()) - 1;
   const std::string model = "the " + model_text(o.widths) + " MLP";
+  if (o.mp_size > 1) {
+    const std::string problem = tensor_parallel_problem(o, model);
+    if (!problem.empty()) return problem;
+  }
   if (o.pp_size > num_layers) {
     return "--pp_size " + text(o.pp_size) + " needs a stage per pipeline rank, but " + model +
            " has " + text(num_layers) + (num_layers == 1 ? " layer" : " layers") +
@@ -220,10 +297,10 @@ std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
     return "--batch_size " + text(o.train.batch_size) + " is larger than the training set (" +
            text(train_images) + " images)";
   }
-  if (o.pp_size * o.dp_size != ranks) {
-    const int wanted = o.pp_size * o.dp_size;
-    return "--pp_size " + text(o.pp_size) + " x --dp_size " + text(o.dp_size) + " = " +
-           text(wanted) + " ranks, but mpirun started " + text(ranks) +
+  const int wanted = o.mp_size * o.dp_size * o.pp_size;
+  if (wanted != ranks) {
+    return "--mp_size " + text(o.mp_size) + " x --dp_size " + text(o.dp_size) + " x --pp_size " +
+           text(o.pp_size) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
            ": run it with  mpirun -n " + text(wanted);
   }
   return "";
@@ -235,9 +312,22 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
   Communicator world = world_comm;
   const bool root = world.Get_rank() == 0;
   RankSetup setup = set_up_rank(o, world);
-  MlpStageLayers layers(o.widths, setup.bounds[setup.pp_idx], setup.bounds[setup.pp_idx + 1],
-                        o.seed);
-  ShardedOptimizer optimizer(layers, o.zero_stage, o.optimizer, setup.info.stage_comm);
+  const int first = setup.bounds[setup.pp_idx], last = setup.bounds[setup.pp_idx + 1];
+  // The ranks holding this rank's weights: the whole stage, or with tensor parallelism the
+  // ranks of the stage with its slices.
+  Communicator dp_comm = setup.info.stage_comm;
+  std::unique_ptr<MlpStageLayers> layers_made;
+  if (o.mp_size == 1) {
+    layers_made = std::make_unique<MlpStageLayers>(o.widths, first, last, o.seed);
+  } else {
+    const Parallelism parallelism{o.mp_size, o.dp_size, o.megatron};
+    StageSplit split =
+        o.tensor_parallel(setup.info.stage_comm, parallelism, o.widths, first, last, o.seed);
+    dp_comm = split.dp_comm;
+    layers_made = std::make_unique<MlpStageLayers>(o.widths, first, last, std::move(split));
+  }
+  MlpStageLayers& layers = *layers_made;
+  ShardedOptimizer optimizer(layers, o.zero_stage, o.optimizer, dp_comm);
 
   const std::size_t global_batch = o.train.batch_size, local = global_batch / o.dp_size;
   const long steps_per_epoch = static_cast<long>(data.train.count / global_batch);
@@ -249,18 +339,13 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
   measured.rank = world.Get_rank();
   measured.pp_idx = setup.pp_idx;
   measured.dp_idx = setup.dp_idx;
+  measured.mp_idx = setup.mp_idx;
   measured.first_layer = layers.first_layer();
   measured.last_layer = layers.last_layer();
-  measured.stage_parameters = optimizer.state_bytes().parameters / sizeof(float);
-  if (o.zero_stage == 3) {  // its parameters are shards already: count the layers' own
-    const std::vector<double> counts = layer_parameter_counts(o.widths);
-    measured.stage_parameters = static_cast<std::size_t>(std::accumulate(
-        counts.begin() + layers.first_layer(), counts.begin() + layers.last_layer(), 0.0));
-  }
+  measured.stage_parameters = optimizer.parameter_count();
 
   PipelineTrainReport report;
-  double bubble_sum = 0;
-  long bubble_steps = 0;
+  std::vector<double> bubbles;  // each step's
   Matrix x;
   Labels labels;
   world.Barrier();
@@ -288,14 +373,13 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
 
       // Step 1 also pays for first touches of memory: leave it out when there are others.
       if (report.steps > 1 || o.train.max_steps == 1) {
-        bubble_sum += elapsed > 0 ? 1 - timed.busy_seconds() / elapsed : 0;
-        ++bubble_steps;
+        bubbles.push_back(elapsed > 0 ? 1 - timed.busy_seconds() / elapsed : 0);
       }
       measured.peak_stashed_microbatches =
           std::max(measured.peak_stashed_microbatches, stage.peak_stashed_microbatches());
       measured.peak_activation_bytes =
           std::max(measured.peak_activation_bytes, stage.peak_stashed_bytes());
-      recent += stage.stats();
+      if (setup.mp_idx == 0) recent += stage.stats();  // the group's ranks compute the same loss
       done = report.steps == o.train.max_steps;
 
       if (step % report_every != 0 && step != steps_per_epoch && !done) continue;
@@ -314,14 +398,12 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
 
   measured.states = optimizer.state_bytes();
   measured.peak_transient_bytes = optimizer.peak_transient_bytes();
-  measured.bubble_fraction = bubble_steps ? bubble_sum / bubble_steps : 0;
-  measured.bytes_sent = setup.info.pp_comm.total_bytes_transferred() +
-                        setup.info.stage_comm.total_bytes_transferred();
+  measured.bubble_fraction = median(bubbles);
+  measured.pipeline_bytes = setup.info.pp_comm.total_bytes_transferred();
+  measured.data_parallel_bytes = dp_comm.total_bytes_transferred();
+  measured.tensor_parallel_bytes = layers.model_parallel_bytes();
 
-  // Below stage 3 every replica holds the same weights: the first one's count.
-  const bool counts_weights = o.zero_stage == 3 || setup.dp_idx == 0;
-  report.weights_l2 =
-      std::sqrt(sum_over_world(counts_weights ? optimizer.held_square_sum() : 0, world));
+  report.weights_l2 = std::sqrt(sum_over_world(weights_square_sum(layers, setup), world));
   report.test_accuracy = evaluate(o, data.test, layers, setup, world);
   report.ranks = gather_measurements(measured, world);
   return report;

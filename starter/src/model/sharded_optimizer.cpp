@@ -190,20 +190,10 @@ void ShardedOptimizer::release(std::size_t j) {
   transient(-static_cast<std::ptrdiff_t>(shards_[j].numel * kFloatBytes));
 }
 
-double ShardedOptimizer::held_square_sum() const {
-  double sum = 0;
-  const auto add = [&sum](const auto& values) {
-    for (const float v : values) sum += double(v) * v;
-  };
-  for (std::size_t j = 0; j < shards_.size(); ++j) {
-    if (stage_ == 3) {
-      add(shards_[j].params);  // its padding is zeros
-    } else {
-      add(layers_.layers()[j].weight);
-      add(layers_.layers()[j].bias);
-    }
-  }
-  return sum;
+std::size_t ShardedOptimizer::parameter_count() const {
+  std::size_t count = 0;
+  for (const LayerShard& shard : shards_) count += shard.numel;
+  return count;
 }
 
 ModelStateBytes ShardedOptimizer::state_bytes() const {

@@ -61,7 +61,9 @@ expect 1 2 "--hidden expects hidden widths separated by commas" -- --hidden 256,
 expect 1 2 "--hidden (each width) expects a positive integer, got 'x'" -- --hidden 256,x
 expect 1 2 "--zero 4 is not a ZeRO stage" -- --zero 4
 expect 1 2 "--microbatches 200 cannot cut 128 images" -- --microbatches 200
-expect 1 2 "not tensor parallelism" -- --mp_size 2 --pp_size 2
+expect 1 2 "splits the layers in pairs" -- --mp_size 2 --hidden 256,256
+expect 1 2 "every stage holds whole pairs of layers" -- --mp_size 2 --pp_size 2
+expect 1 2 "naive model parallelism splits layer 1's 10 outputs too" -- --mp_size 4 --pp_size 1
 expect 1 2 "--report /nonexistent-dtk-dir/r.json: cannot create" -- --zero 1 --report /nonexistent-dtk-dir/r.json
 expect 1 0 "usage: mpirun" -- --help
 

@@ -40,6 +40,13 @@ struct Parallelism {
   bool megatron = false;
 };
 
+// This rank's slice of the layer's starting W and b (initial_layer_weights(in_dim, out_dim,
+// seed)), as get_info's `info` describes it: rows of W for Megatron's fc2, columns of W and b
+// otherwise. Throws std::runtime_error naming get_info when the slices it describes do not
+// tile W.
+LayerWeights layer_slice(const ParallelInfo& info, const Parallelism& parallelism, bool is_fc1,
+                         int in_dim, int out_dim, std::uint32_t seed);
+
 class FCLayer {
  public:
   // comm holds the mp_size * dp_size ranks that train together. The layer asks get_info

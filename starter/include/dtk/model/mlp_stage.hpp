@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dtk/model/fc_layer.hpp"
+#include "dtk/model/layer_split.hpp"
 #include "dtk/model/loss.hpp"
 #include "dtk/model/matrix_ops.hpp"
 #include "dtk/model/mlp.hpp"
@@ -53,6 +54,9 @@ class MlpStageLayers {
   // Requires at least two widths, all >= 1, and 0 <= first_layer < last_layer <= widths - 1.
   MlpStageLayers(std::vector<int> widths, int first_layer, int last_layer,
                  std::uint32_t seed = MLP::kDefaultSeed);
+  // The same layers split over a model-parallel group: `split` holds this rank's slices of
+  // their weights and how each layer communicates (layer_split.hpp).
+  MlpStageLayers(std::vector<int> widths, int first_layer, int last_layer, StageSplit split);
 
   const std::vector<int>& widths() const { return widths_; }
   int first_layer() const { return first_layer_; }
@@ -63,6 +67,15 @@ class MlpStageLayers {
   // Layer first_layer() + j is layers()[j].
   std::vector<DenseLayer>& layers() { return layers_; }
   const std::vector<DenseLayer>& layers() const { return layers_; }
+
+  // How layers()[j] is split over the model-parallel group: nullptr when it is whole.
+  LayerSplit* split(std::size_t j) const {
+    return split_.layers.empty() ? nullptr : split_.layers[j].get();
+  }
+  // Whether this rank's copy of layers()[j]'s bias counts among the model's weights.
+  bool owns_bias(std::size_t j) const { return !split(j) || split(j)->owns_bias(); }
+  // What the split layers sent over their model-parallel communicators so far (0: not split).
+  std::uint64_t model_parallel_bytes() const;
 
   // Without a gate (the default: nullptr) the weights are always there. The gate must outlive
   // the stage's use of these layers.
@@ -83,6 +96,7 @@ class MlpStageLayers {
   std::vector<int> widths_;
   int first_layer_, last_layer_;
   std::vector<DenseLayer> layers_;
+  StageSplit split_;  // no layers: not split
   ParameterGate* gate_ = nullptr;
 };
 
@@ -128,17 +142,22 @@ class MlpStage : public PipelineStage<float> {
  private:
   // Rows [begin, end) of the batch that micro-batch mb holds (throws for an mb out of range).
   std::pair<std::size_t, std::size_t> rows_of(int mb) const;
-  // The widths of layers()[j]'s input and output (its W may be gated away between uses).
-  int width_before(std::size_t j) const;
-  int width_after(std::size_t j) const;
   // Whether ReLU follows layers()[j].
   bool relu_after(std::size_t j) const;
 
+  // What one micro-batch keeps from its forward to its backward.
+  struct Stashed {
+    // The stage's input, then each layer's output (ReLU's output tells where its input was
+    // positive): activations[j] is what layer j received.
+    std::vector<Matrix> activations;
+    // What a split layer j multiplied by its W slice, when it needed more than activations[j].
+    std::vector<Matrix> split_inputs;
+    std::size_t bytes() const;
+  };
+
   MlpStageLayers& layers_;
   PipelineBatch batch_;
-  // Per micro-batch between its forward and its backward: the input of each layer, then the
-  // stage's output (ReLU's output tells where its input was positive).
-  std::map<int, std::vector<Matrix>> stash_;
+  std::map<int, Stashed> stash_;
   std::map<int, Matrix> loss_grads_;  // last stage, from forward(mb) to loss_grad(mb)
   BatchStats stats_;
   std::size_t peak_stashed_ = 0;

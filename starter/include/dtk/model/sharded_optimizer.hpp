@@ -55,9 +55,9 @@ class ShardedOptimizer : public ParameterGate {
   void acquire(std::size_t j) override;
   void release(std::size_t j) override;
 
-  // The sum of squares of the parameters this rank holds for good: all of them below stage 3,
-  // its shards at stage 3.
-  double held_square_sum() const;
+  // The parameters of the layers, this rank's shards or not: what its data-parallel group
+  // shards.
+  std::size_t parameter_count() const;
   // What the rank holds between steps, measured from the tensors it keeps now.
   ModelStateBytes state_bytes() const;
   // The most bytes held at once by what lives only inside a step: gathered layers (stage 3), the
