@@ -7,7 +7,9 @@
 #   3. its `make` builds it;
 #   4. its `make test` fails, every public test with NotImplemented (the stubs);
 #   5. with the reference files copied in, `make test` passes;
-#   6. its `make handin.tar` packs its student files, and dtk-grade gives full marks.
+#   6. its unified_train trains with its own assignment's trainer and refuses the other's flags
+#      with a message;
+#   7. its `make handin.tar` packs its student files, and dtk-grade gives full marks.
 #
 # usage: test_bundle.sh <kit source dir> <dtk_source_check> --grader=<dtk-grade, or empty>
 #                       [ASSIGNMENT]   (default 1)
@@ -131,6 +133,22 @@ for file in "${student_files[@]}"; do
 done
 logged reference.log make -C "$bundle" test || { show reference.log 60; fail "the public tests fail on the reference"; }
 grep -E 'tests passed' "$work/reference.log" | sed 's/^/    /'
+
+step "training with the bundle's unified_train: its own assignment's trainer, and a message for the other's"
+train() { mpirun --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
+if [ "$assignment" = 1 ]; then
+  works=(--mp_size 2 --dp_size 1) refused=(--pp_size 2) says="belongs to assignment 2"
+else
+  works=(--pp_size 2 --hidden 64,64 --microbatches 2) refused=(--mp_size 2 --pp_size 1)
+  says="which this build does not hold"
+fi
+logged train.log train "${works[@]}" || { show train.log; fail "unified_train ${works[*]} failed in the bundle"; }
+grep 'Test accuracy' "$work/train.log" | sed 's/^/    /'
+if logged refused.log train "${refused[@]}" || ! grep -q "$says" "$work/refused.log"; then
+  show refused.log
+  fail "unified_train ${refused[*]} should stop with '... $says'"
+fi
+grep 'unified_train:' "$work/refused.log" | sed 's/^/    /'
 
 step "packing handin.tar with its make handin.tar"
 logged handin.log make -C "$bundle" handin.tar || { show handin.log; fail "make handin.tar failed"; }

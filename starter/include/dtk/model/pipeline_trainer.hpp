@@ -30,6 +30,7 @@
 #include "dtk/model/loss.hpp"
 #include "dtk/model/mlp.hpp"
 #include "dtk/model/mnist.hpp"
+#include "dtk/model/progress_line.hpp"
 #include "dtk/model/sharded_optimizer.hpp"
 #include "dtk/model/trainer.hpp"
 

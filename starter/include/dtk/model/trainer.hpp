@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <iosfwd>
-#include <string>
 
 #include "dtk/communicator.hpp"
 #include "dtk/model/mlp.hpp"
+#include "dtk/model/progress_line.hpp"
 #include "dtk/model/sgd.hpp"
 #include "dtk/model/shard.hpp"
 
@@ -27,13 +27,6 @@ struct TrainReport {
   double seconds = 0;
   BatchStats last_epoch;  // loss and accuracy over the last epoch's batches, all replicas
 };
-
-// One progress line, e.g.
-//   epoch 1/1 [######--------------]  30%  step  141/468  loss 0.5123  acc 0.8125  lr 0.0900  41.3k
-//   img/s
-// recent: the loss and accuracy since the previous line, over all replicas.
-std::string progress_line(int epoch, int epochs, long step, long steps, const BatchStats& recent,
-                          float lr, double images_per_second);
 
 // Collective over world (all ranks of the model). Trains `model` on `data`, this rank's shard,
 // in steps of batch_size / dp_size images; the last step of an epoch takes what is left.
