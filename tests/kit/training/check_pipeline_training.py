@@ -59,6 +59,7 @@ def layouts():
         (8, "--mp_size 2 --pp_size 2 --dp_size 2 --microbatches 3 --schedule gpipe"),
     ]
     zero_cases = [
+        (1, "--zero 3"),
         (3, "--dp_size 3 --zero 1"),
         (4, "--dp_size 4 --zero 2"),
         (2, "--dp_size 2 --zero 3"),
