@@ -218,6 +218,17 @@ Mnist load_data(const std::string& dir, const Communicator& world, int classes) 
   }
 }
 
+void print_result(long steps, std::int64_t images, double seconds, const BatchStats& last_epoch,
+                  double test_accuracy, std::size_t test_images) {
+  std::printf(
+      "Trained %ld steps on %lld images in %.2f s (%.1fk images/s), last epoch loss %.4f, "
+      "accuracy %.4f\n",
+      steps, static_cast<long long>(images), seconds, images / seconds / 1000,
+      last_epoch.mean_loss(), last_epoch.accuracy());
+  std::printf("Test accuracy: %.4f (%zu images)\n", test_accuracy, test_images);
+  std::fflush(stdout);
+}
+
 std::string megabytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));

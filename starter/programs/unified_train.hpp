@@ -44,6 +44,10 @@ class UsageError : public std::runtime_error {
 // Collective: the data set (load_mnist_on_rank0), with a hint where Fashion-MNIST comes from.
 Mnist load_data(const std::string& dir, const Communicator& world, int classes);
 
+// "Trained 468 steps on 59904 images in ... s" and "Test accuracy: ..." (rank 0, both trainers).
+void print_result(long steps, std::int64_t images, double seconds, const BatchStats& last_epoch,
+                  double test_accuracy, std::size_t test_images);
+
 // "      1.23": bytes as MB, right-aligned in 10 characters.
 std::string megabytes(std::uint64_t bytes);
 

@@ -208,13 +208,8 @@ void run_pipeline(const Options& o, const Communicator& world) {
 
   const PipelineTrainReport report = train_pipeline(p, data, world, std::cout);
   if (!root) return;
-  std::printf(
-      "Trained %ld steps on %lld images in %.2f s (%.1fk images/s), last epoch loss %.4f, "
-      "accuracy %.4f\n",
-      report.steps, static_cast<long long>(report.images), report.seconds,
-      report.images / report.seconds / 1000, report.last_epoch.mean_loss(),
-      report.last_epoch.accuracy());
-  std::printf("Test accuracy: %.4f (%zu images)\n", report.test_accuracy, data.test.count);
+  print_result(report.steps, report.images, report.seconds, report.last_epoch, report.test_accuracy,
+               data.test.count);
   std::printf("Weights: L2 norm %.9g\n", report.weights_l2);
   print_pipeline_table(p, report);
   print_memory_table(p, report);

@@ -112,14 +112,8 @@ void run_replicas(const Options& o, const Communicator& world) {
   const double accuracy = dtk::evaluate(model, test_data, world, 1000);
 
   if (!root) return;
-  std::printf(
-      "Trained %ld steps on %lld images in %.2f s (%.1fk images/s), last epoch loss "
-      "%.4f, accuracy %.4f\n",
-      report.steps, static_cast<long long>(report.images), report.seconds,
-      report.images / report.seconds / 1000, report.last_epoch.mean_loss(),
-      report.last_epoch.accuracy());
-  std::printf("Test accuracy: %.4f (%zu images)\n", accuracy, data.test.count);
-  std::fflush(stdout);
+  print_result(report.steps, report.images, report.seconds, report.last_epoch, accuracy,
+               data.test.count);
   print_breakdown(layers);
   std::cout << std::flush;
 }
