@@ -9,6 +9,7 @@
 
 namespace dtk {
 
+// dtk:part 2
 // ----------------------------------- Part 2 ------------------------------------------------
 
 ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_size, bool is_fc1,
@@ -23,6 +24,8 @@ ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_si
   throw NotImplemented("get_info", "model/func_impl.cpp");
 }
 
+// dtk:end
+// dtk:part 3
 // ----------------------------------- Part 3 ------------------------------------------------
 
 template <class T>
@@ -42,6 +45,8 @@ xt::xtensor<T, 2> naive_collect_forward_output(const xt::xtensor<T, 2>& out, Com
   throw NotImplemented("naive_collect_forward_output", "model/func_impl.cpp");
 }
 
+// dtk:end
+// dtk:part 6
 // ----------------------------------- Part 6 ------------------------------------------------
 
 template <class T>
@@ -97,15 +102,19 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
   throw NotImplemented("collect_weight_grad", "model/func_impl.cpp");
 }
 
+// dtk:end
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests and the trainer link against exactly these.
 // -------------------------------------------------------------------------------------------
 #define DTK_INSTANTIATE_FUNC_IMPL(T)                                                               \
+  /* dtk:part 3 */                                                                                 \
   template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,              \
                                                             Communicator&, int);                   \
   template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,             \
                                                              Communicator&, int);                  \
+  /* dtk:end */                                                                                    \
+  /* dtk:part 6 */                                                                                 \
   template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,           \
                                                                Communicator&, int);                \
   template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,          \
@@ -119,6 +128,7 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
                                                             Communicator&, int);                   \
   template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                 \
       const xt::xtensor<T, 2>&, const xt::xtensor<T, 2>&, Communicator&);
+// dtk:end
 
 DTK_INSTANTIATE_FUNC_IMPL(float)
 DTK_INSTANTIATE_FUNC_IMPL(double)
