@@ -17,8 +17,9 @@
 # A part the assignment's manifest disables ("enabled": false) is not assigned: its stubs are
 # cut from the student files (between // dtk:part N and // dtk:end), its reference ships as
 # provided code instead (starter/<file>_provided.cpp, which starter/CMakeLists.txt then builds
-# into the library: the provided model code calls it), its public tests (release/part<N>.txt) and its handout section
-# (<!-- dtk:part N -->) are left out. scripts/select-parts.awk reads the markers.
+# into the library: the provided model code calls it), and its public tests
+# (release/part<N>.txt) and handout section (<!-- dtk:part N -->) are left out.
+# scripts/select-parts.awk reads the markers.
 #
 # usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT] [MANIFEST]
 #        (defaults: dist/ of the kit, 1, grader/manifests/assignment<N>.json;
@@ -55,7 +56,8 @@ for file in "${student_files[@]}"; do
 done
 
 # The parts the manifest disables; each must be marked where its stubs and its section are.
-disabled=$(cmake -DMANIFEST="$manifest" -DASSIGNMENT="$assignment" -P "$root/scripts/disabled-parts.cmake")
+disabled=$(cmake -DMANIFEST="$manifest" -DASSIGNMENT="$assignment" \
+  -P "$root/scripts/disabled-parts.cmake")
 [[ $disabled != error:* ]] || die "${disabled#error: }"
 for part in $disabled; do
   (cd "$root/starter" && grep -qx "// dtk:part $part" "${student_files[@]}") ||
@@ -63,7 +65,9 @@ for part in $disabled; do
   grep -qx "<!-- dtk:part $part -->" "$root/handout.md" ||
     die "Part $part cannot be disabled: handout.md does not mark its section (<!-- dtk:part $part -->)"
 done
-select_parts() { awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"; }
+select_parts() {
+  awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"
+}
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
@@ -94,7 +98,9 @@ find "$staging/$bundle/starter" -type d -empty -delete
 for file in "${student_files[@]}"; do
   select_parts "$root/starter/$file" > "$staging/$bundle/starter/$file"
   touch -r "$root/starter/$file" "$staging/$bundle/starter/$file"  # packs to the same bytes
-  marked=$(for part in $disabled; do if grep -qx "// dtk:part $part" "$root/starter/$file"; then echo "$part"; fi; done)
+  marked=$(for part in $disabled; do
+    if grep -qx "// dtk:part $part" "$root/starter/$file"; then echo "$part"; fi
+  done)
   [ -n "$marked" ] || continue
   provided=$staging/$bundle/starter/${file%.cpp}_provided.cpp
   {
