@@ -1,4 +1,9 @@
+// dtk:part 6
 // Parts 2, 3 and 6: the communication of model-parallel and data-parallel training.
+// dtk:end
+// dtk:without 6
+// Parts 2 and 3: the communication of model-parallel and data-parallel training.
+// dtk:end
 // Declared, with the exact contract of every function, in include/dtk/func_impl.hpp: read the
 // comments there first. Every rank of a communicator must make the same collective calls in
 // the same order, or the program hangs.
