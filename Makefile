@@ -7,6 +7,9 @@
 #   make handin.tar [ASSIGNMENT=2]   pack an assignment's student files of starter/ into handin.tar
 #   make release [ASSIGNMENT=2]      write an assignment's student bundle: dist/dtk-student.tar.gz,
 #                     dist/dtk-student-assignment2.tar.gz (scripts/make-release.sh)
+#   MANIFEST=FILE     with release, autolab and autograder.zip: the assignment's manifest to
+#                     follow (default grader/manifests/assignment<N>.json); the parts it
+#                     disables ("enabled": false) are neither shipped nor graded
 #   make autolab [ASSIGNMENT=2]   write Autolab's autograder of an assignment,
 #                     dist/autolab-assignment<N>/{autograde.tar,autograde-Makefile}
 #   make autograder.zip [ASSIGNMENT=2]   write Gradescope's autograder of an assignment,
@@ -30,15 +33,15 @@ grade: configure
 # no solutions, no hidden tests. Always repacked, from the tree as it is now.
 .PHONY: release
 release:
-	scripts/make-release.sh dist $(ASSIGNMENT)
+	scripts/make-release.sh dist $(ASSIGNMENT) $(MANIFEST)
 
 # Gradescope's autograder of one assignment (default 1): dist/autograder-assignment<N>.zip.
 .PHONY: autograder.zip
 autograder.zip:
-	scripts/make-autograder.sh $(ASSIGNMENT) dist
+	scripts/make-autograder.sh $(ASSIGNMENT) dist $(MANIFEST)
 
 # Autolab's autograder of one assignment: dist/autolab-assignment<N>/ (autograde.tar and
 # autograde-Makefile).
 .PHONY: autolab
 autolab:
-	scripts/make-autolab.sh $(ASSIGNMENT) dist
+	scripts/make-autolab.sh $(ASSIGNMENT) dist $(MANIFEST)

@@ -9,13 +9,17 @@
 #   ├── run_autograder    grades the submission: dtk-grade --assignment N
 #   └── dtk/              the kit: its tracked files (no build directory, no dist/)
 #
-# usage: scripts/make-autograder.sh [ASSIGNMENT] [OUT_DIR]   (defaults: 1, dist/ of the kit;
+# The assignment's manifest (MANIFEST, default grader/manifests/assignment<N>.json) goes in as
+# the kit's: the parts it disables ("enabled": false) are not graded.
+#
+# usage: scripts/make-autograder.sh [ASSIGNMENT] [OUT_DIR] [MANIFEST]   (defaults: 1, dist/ of the kit;
 #        `make autograder.zip [ASSIGNMENT=2]`)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 assignment=${1:-1}
 out_dir=${2:-$root/dist}
+manifest=${3:-$root/grader/manifests/assignment$assignment.json}
 die() {
   echo "make-autograder: $*" >&2
   exit 1
@@ -26,7 +30,7 @@ command -v zip > /dev/null || die "zip is not installed (apt-get install zip)"
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-"$root/scripts/copy-kit.sh" "$staging/dtk"
+"$root/scripts/copy-kit.sh" "$staging/dtk" "$assignment" "$manifest"
 
 cat > "$staging/setup.sh" << 'EOF'
 #!/usr/bin/env bash

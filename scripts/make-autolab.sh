@@ -7,13 +7,17 @@
 #   autograde.tar        dtk/: the kit's tracked files (no build directory, no dist/)
 #   autograde-Makefile   unpacks it, builds dtk-grade, grades handin.tar with --assignment N
 #
-# usage: scripts/make-autolab.sh [ASSIGNMENT] [OUT_DIR]   (defaults: 1, dist/ of the kit;
+# The assignment's manifest (MANIFEST, default grader/manifests/assignment<N>.json) goes in as
+# the kit's: the parts it disables ("enabled": false) are not graded.
+#
+# usage: scripts/make-autolab.sh [ASSIGNMENT] [OUT_DIR] [MANIFEST]   (defaults: 1, dist/ of the kit;
 #        `make autolab [ASSIGNMENT=2]`)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 assignment=${1:-1}
 out_dir=${2:-$root/dist}
+manifest=${3:-$root/grader/manifests/assignment$assignment.json}
 die() {
   echo "make-autolab: $*" >&2
   exit 1
@@ -27,7 +31,7 @@ mkdir -p "$target"
 target=$(cd "$target" && pwd)
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-"$root/scripts/copy-kit.sh" "$staging/dtk"
+"$root/scripts/copy-kit.sh" "$staging/dtk" "$assignment" "$manifest"
 tar -C "$staging" --sort=name --owner=0 --group=0 --numeric-owner -cf "$target/autograde.tar" dtk
 
 cat > "$target/autograde-Makefile" << EOF

@@ -14,13 +14,22 @@
 # What belongs to one assignment only is declared in release/assignment<N>.txt (public tests,
 # programs, data) and, in handout.md, between <!-- dtk:only N --> and <!-- dtk:end -->.
 #
-# usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT]
-#        (defaults: dist/ of the kit, 1; `make release [ASSIGNMENT=2]`)
+# A part the assignment's manifest disables ("enabled": false) is not assigned: its stubs are
+# cut from the student files (between // dtk:part N and // dtk:end), its reference ships as
+# provided code instead (starter/<file>_provided.cpp, which starter/CMakeLists.txt then builds
+# into the library: the provided model code calls it), and its public tests
+# (release/part<N>.txt) and handout section (<!-- dtk:part N -->) are left out.
+# scripts/select-parts.awk reads the markers.
+#
+# usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT] [MANIFEST]
+#        (defaults: dist/ of the kit, 1, grader/manifests/assignment<N>.json;
+#        `make release [ASSIGNMENT=2] [MANIFEST=FILE]`)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out_dir=${1:-$root/dist}
 assignment=${2:-1}
+manifest=${3:-$root/grader/manifests/assignment$assignment.json}
 
 die() {
   echo "make-release: $*" >&2
@@ -46,6 +55,20 @@ for file in "${student_files[@]}"; do
     die "starter/$file throws no NotImplemented: is a solution in starter/? Restore the stub."
 done
 
+# The parts the manifest disables; each must be marked where its stubs and its section are.
+disabled=$(cmake -DMANIFEST="$manifest" -DASSIGNMENT="$assignment" \
+  -P "$root/scripts/disabled-parts.cmake")
+[[ $disabled != error:* ]] || die "${disabled#error: }"
+for part in $disabled; do
+  (cd "$root/starter" && grep -qx "// dtk:part $part" "${student_files[@]}") ||
+    die "Part $part cannot be disabled: no student file marks its stubs (// dtk:part $part ... // dtk:end)"
+  grep -qx "<!-- dtk:part $part -->" "$root/handout.md" ||
+    die "Part $part cannot be disabled: handout.md does not mark its section (<!-- dtk:part $part -->)"
+done
+select_parts() {
+  awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"
+}
+
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts"
@@ -70,13 +93,35 @@ for list in "$root"/starter/handin/assignment*.txt; do
 done
 find "$staging/$bundle/starter" -type d -empty -delete
 
-# The handout: the shared sections and this assignment's. The markers are HTML comments, so the
-# kit's handout.md shows every section and GitHub renders none of the markers.
-awk -v keep="$assignment" '
-  /^<!-- dtk:only [0-9]+ -->$/ { skipping = ($3 != keep); next }
-  /^<!-- dtk:end -->$/ { skipping = 0; next }
-  !skipping { print }' "$root/handout.md" > "$staging/$bundle/handout.md"
-grep -q 'dtk:only\|dtk:end' "$staging/$bundle/handout.md" && die "handout.md has a marker the release cannot read"
+# The student files without their markers and without the disabled parts' stubs; the disabled
+# parts' reference, as provided code beside them.
+for file in "${student_files[@]}"; do
+  select_parts "$root/starter/$file" > "$staging/$bundle/starter/$file"
+  touch -r "$root/starter/$file" "$staging/$bundle/starter/$file"  # packs to the same bytes
+  marked=$(for part in $disabled; do
+    if grep -qx "// dtk:part $part" "$root/starter/$file"; then echo "$part"; fi
+  done)
+  [ -n "$marked" ] || continue
+  provided=$staging/$bundle/starter/${file%.cpp}_provided.cpp
+  {
+    echo "// Provided, not assigned: the reference of Part $(echo $marked | sed 's/ /, /g') from $file, which"
+    echo "// your course leaves out. The provided model code calls these functions. Do not edit."
+    select_parts -v mode=provided "$root/solutions/$file"
+  } > "$provided"
+  # Built into the student library like the file it completes (a bundle with every part
+  # assigned keeps starter/CMakeLists.txt as it is).
+  printf '\n# Part %s is not assigned: its reference is provided code, built into your library.\n%s\n' \
+    "$marked" "target_sources(dtk_starter PRIVATE ${file%.cpp}_provided.cpp)" >> "$staging/$bundle/starter/CMakeLists.txt"
+done
+# The disabled parts' own public tests.
+for part in $disabled; do
+  [ -f "$root/release/part$part.txt" ] || continue
+  for path in $(listed "$root/release/part$part.txt"); do rm -rf "$staging/$bundle/$path"; done
+done
+
+# The handout: the shared sections and this assignment's, less the disabled parts'. The markers
+# are HTML comments, so the kit's handout.md shows every section and GitHub renders none of them.
+select_parts "$root/handout.md" > "$staging/$bundle/handout.md"
 # Only the figures that handout shows.
 for svg in "$staging/$bundle"/figs/*; do
   grep -q "figs/$(basename "$svg")" "$staging/$bundle/handout.md" || rm "$svg"
@@ -91,5 +136,5 @@ tar -C "$staging" --sort=name --owner=0 --group=0 --numeric-owner -cf - "$bundle
 
 count=$(tar -tzf "$archive" | grep -vc '/$')
 size=$(du -h "$archive" | cut -f1)
-echo "Wrote $archive (assignment $assignment): $count files, $size."
+echo "Wrote $archive (assignment $assignment${disabled:+, Part $disabled not assigned}): $count files, $size."
 echo "Students: tar -xzf $bundle.tar.gz && cd $bundle && make test   (handout.md tells the rest)"

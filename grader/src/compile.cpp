@@ -198,6 +198,7 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
 }  // namespace
 
 StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
+                              const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
                               const CompileLimits& limits) {
@@ -309,6 +310,11 @@ StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std:
         install_readable(toolchain.starter_objects.at(file), starter);
         argv.push_back(starter);
       }
+    }
+    for (const std::string& object : provided) {
+      const std::string copy = objects_dir + fs::path(object).filename().string();
+      install_readable(object, copy);
+      argv.push_back(copy);
     }
     return tool(argv);
   };

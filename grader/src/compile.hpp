@@ -42,9 +42,11 @@ struct StudentBuild {
 // Compiles the `graded` student files (one assignment's) in <scratch>/build (made here for the
 // sandbox user); what the sandbox reads but must not change (the student's sources, headers, the
 // precompiled header, prebuilt objects, the runner and the library) goes to <scratch>/read-only,
-// readable by it even when the kit is not. Throws std::runtime_error only when even the starter's
-// objects cannot be linked (a broken kit).
+// readable by it even when the kit is not. `provided` (weak objects of parts not assigned) are
+// linked after the student files, filling what they lack. Throws std::runtime_error only when
+// even the starter's objects cannot be linked (a broken kit).
 StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
+                              const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
                               const CompileLimits& limits);

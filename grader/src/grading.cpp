@@ -299,8 +299,14 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
     summary += "Submission: " + problem + ".\n";
   const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
                                      manifest.compilers_at_once};
-  const StudentBuild build = build_submission(toolchain, graded_files, submission, *sandbox,
-                                              scratch, hidden, compile_limits);
+  std::vector<std::string> provided;  // the parts not assigned: the hand-in may lack them
+  for (const int part : manifest.disabled_parts) {
+    const auto objects = toolchain.provided_parts.find(part);
+    if (objects != toolchain.provided_parts.end())
+      provided.insert(provided.end(), objects->second.begin(), objects->second.end());
+  }
+  const StudentBuild build = build_submission(toolchain, graded_files, provided, submission,
+                                              *sandbox, scratch, hidden, compile_limits);
   std::map<std::string, const FileBuild*> file_builds;
   for (const FileBuild& file : build.files) {
     file_builds[file.file] = &file;

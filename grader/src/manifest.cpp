@@ -277,7 +277,11 @@ Manifest load_manifest(const std::string& path) {
                                     : allowed_communicator;
     if (p.has("speed_bonus"))
       part.speed_bonus = read_speed_bonus(p.get("speed_bonus"), where + ", speed_bonus", part);
-    if (p.value<bool>("enabled", true)) manifest.parts.push_back(std::move(part));
+    if (p.value<bool>("enabled", true)) {
+      manifest.parts.push_back(std::move(part));
+    } else {
+      manifest.disabled_parts.push_back(part.number);
+    }
   }
   return manifest;
 }

@@ -81,6 +81,9 @@ struct Manifest {
   // of the function whose code makes it).
   std::string forbidden_call_costs;
   std::vector<Part> parts;  // enabled parts only, in manifest order
+  // Parts with "enabled": false: not assigned, so never graded; the hand-in may lack their
+  // functions (the release ships them as provided code).
+  std::vector<int> disabled_parts;
 };
 
 // Throws ManifestError naming the file and the problem.

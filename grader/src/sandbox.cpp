@@ -20,9 +20,11 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "proc_files.hpp"
 
 namespace dtk::grade {
 
@@ -60,10 +62,9 @@ struct ProcessState {
   pid_t session = -1;
 };
 
-// Fields 3, 4 and 6 of /proc/PID/stat.
+// Fields 3, 4 and 6 of /proc/PID/stat; the defaults once the process is gone.
 ProcessState state_of(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
   const std::size_t paren = text.rfind(')');  // the command name may hold spaces and ')'
   ProcessState state;
   long ppid = 0, pgrp = 0, session = -1;
@@ -165,7 +166,7 @@ void capture(const char* data, std::size_t n, std::size_t half, std::string& hea
 
 // Resident memory of a process, in bytes (0 once it is gone).
 std::size_t resident_bytes(pid_t pid) {
-  std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");
+  std::istringstream statm(read_proc_file("/proc/" + std::to_string(pid) + "/statm").value_or(""));
   std::size_t size = 0, resident = 0;
   statm >> size >> resident;
   return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));

@@ -53,6 +53,10 @@ Toolchain load_toolchain(const std::string& data_dir) {
       toolchain.starter_objects[toolchain.student_files[i]] = starter[i];
       toolchain.reference_objects[toolchain.student_files[i]] = reference[i];
     }
+    for (const auto& provided : json.at("provided_parts")) {
+      toolchain.provided_parts[provided.at("part").get<int>()].push_back(
+          provided.at("object").get<std::string>());
+    }
     toolchain.runner = json.at("runner").get<std::string>();
     toolchain.source_dir = json.at("source_dir").get<std::string>();
     toolchain.binary_dir = json.at("binary_dir").get<std::string>();

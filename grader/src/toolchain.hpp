@@ -20,6 +20,9 @@ struct Toolchain {
   std::vector<std::string> optimized_files, optimized_flags;
   std::string starter_dir, reference_dir;                                 // their sources
   std::map<std::string, std::string> starter_objects, reference_objects;  // by student file
+  // By part: the reference of the part's blocks of the student files that mark it, symbols weak,
+  // linked in when a manifest disables the part (the release then ships it as provided code).
+  std::map<int, std::vector<std::string>> provided_parts;
   std::string runner;  // the reference runner; libdtk_student.so (reference) beside it
   std::string source_dir, binary_dir;      // the kit's trees, hidden from the sandbox
   std::string configs_dir, manifests_dir;  // in the data directory

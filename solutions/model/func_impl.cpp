@@ -16,6 +16,7 @@ auto column_slice(std::size_t r, std::size_t width) {
   return xt::range(r * width, (r + 1) * width);
 }
 
+// dtk:part 3
 // Allgather of column slices: every rank holds a (batch, width) slice; everyone gets the
 // (batch, parts * width) matrix with rank r's slice in column block r.
 template <class T>
@@ -30,8 +31,10 @@ xt::xtensor<T, 2> allgather_columns(const xt::xtensor<T, 2>& slice, Communicator
   return full;
 }
 
+// dtk:end
 }  // namespace
 
+// dtk:part 2
 // ----------------------------------- Part 2 ------------------------------------------------
 
 ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_size, bool is_fc1,
@@ -46,6 +49,8 @@ ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_si
   return ParallelInfo{mp_idx, dp_idx, mp_comm, dp_comm, part_in_dim, part_out_dim};
 }
 
+// dtk:end
+// dtk:part 3
 // ----------------------------------- Part 3 ------------------------------------------------
 
 template <class T>
@@ -60,6 +65,8 @@ xt::xtensor<T, 2> naive_collect_forward_output(const xt::xtensor<T, 2>& out, Com
   return allgather_columns(out, mp_comm, mp_size);
 }
 
+// dtk:end
+// dtk:part 6
 // ----------------------------------- Part 6 ------------------------------------------------
 
 template <class T>
@@ -119,15 +126,19 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
   return {std::move(total_w), std::move(total_b)};
 }
 
+// dtk:end
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests and the trainer link against exactly these.
 // -------------------------------------------------------------------------------------------
 #define DTK_INSTANTIATE_FUNC_IMPL(T)                                                               \
+  /* dtk:part 3 */                                                                                 \
   template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,              \
                                                             Communicator&, int);                   \
   template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,             \
                                                              Communicator&, int);                  \
+  /* dtk:end */                                                                                    \
+  /* dtk:part 6 */                                                                                 \
   template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,           \
                                                                Communicator&, int);                \
   template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,          \
@@ -141,6 +152,7 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
                                                             Communicator&, int);                   \
   template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                 \
       const xt::xtensor<T, 2>&, const xt::xtensor<T, 2>&, Communicator&);
+// dtk:end
 
 DTK_INSTANTIATE_FUNC_IMPL(float)
 DTK_INSTANTIATE_FUNC_IMPL(double)

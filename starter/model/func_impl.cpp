@@ -1,4 +1,9 @@
+// dtk:part 6
 // Parts 2, 3 and 6: the communication of model-parallel and data-parallel training.
+// dtk:end
+// dtk:without 6
+// Parts 2 and 3: the communication of model-parallel and data-parallel training.
+// dtk:end
 // Declared, with the exact contract of every function, in include/dtk/func_impl.hpp: read the
 // comments there first. Every rank of a communicator must make the same collective calls in
 // the same order, or the program hangs.
@@ -9,6 +14,7 @@
 
 namespace dtk {
 
+// dtk:part 2
 // ----------------------------------- Part 2 ------------------------------------------------
 
 ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_size, bool is_fc1,
@@ -23,6 +29,8 @@ ParallelInfo get_info(const Communicator& comm, int rank, int mp_size, int dp_si
   throw NotImplemented("get_info", "model/func_impl.cpp");
 }
 
+// dtk:end
+// dtk:part 3
 // ----------------------------------- Part 3 ------------------------------------------------
 
 template <class T>
@@ -42,6 +50,8 @@ xt::xtensor<T, 2> naive_collect_forward_output(const xt::xtensor<T, 2>& out, Com
   throw NotImplemented("naive_collect_forward_output", "model/func_impl.cpp");
 }
 
+// dtk:end
+// dtk:part 6
 // ----------------------------------- Part 6 ------------------------------------------------
 
 template <class T>
@@ -97,15 +107,19 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
   throw NotImplemented("collect_weight_grad", "model/func_impl.cpp");
 }
 
+// dtk:end
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests and the trainer link against exactly these.
 // -------------------------------------------------------------------------------------------
 #define DTK_INSTANTIATE_FUNC_IMPL(T)                                                               \
+  /* dtk:part 3 */                                                                                 \
   template xt::xtensor<T, 2> naive_collect_forward_input<T>(const xt::xtensor<T, 2>&,              \
                                                             Communicator&, int);                   \
   template xt::xtensor<T, 2> naive_collect_forward_output<T>(const xt::xtensor<T, 2>&,             \
                                                              Communicator&, int);                  \
+  /* dtk:end */                                                                                    \
+  /* dtk:part 6 */                                                                                 \
   template xt::xtensor<T, 2> megatron_collect_forward_input<T>(const xt::xtensor<T, 2>&,           \
                                                                Communicator&, int);                \
   template xt::xtensor<T, 2> megatron_collect_forward_output<T>(const xt::xtensor<T, 2>&,          \
@@ -119,6 +133,7 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad(const xt::xt
                                                             Communicator&, int);                   \
   template std::pair<xt::xtensor<T, 2>, xt::xtensor<T, 2>> collect_weight_grad<T>(                 \
       const xt::xtensor<T, 2>&, const xt::xtensor<T, 2>&, Communicator&);
+// dtk:end
 
 DTK_INSTANTIATE_FUNC_IMPL(float)
 DTK_INSTANTIATE_FUNC_IMPL(double)

@@ -36,3 +36,13 @@ foreach(assignment 1 2)
                    --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> ${assignment})
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
 endforeach()
+
+# A course that does not assign Part 6 (disabled in a scratch copy of assignment 1's manifest):
+# its bundle has no Part 6 stubs, public test or handout section, provides Part 6's reference,
+# builds, and its reference hand-in gets 75 out of 75.
+add_test(NAME kit_release_bundle_without_part6
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
+                 $<TARGET_FILE:dtk_source_check>
+                 --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> 1 6)
+set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 PROCESSORS 2
+                                                                 LABELS release)

@@ -116,11 +116,15 @@ TEST_CASE("every limit is required: the C++ holds no default", "[manifest]") {
   }
 }
 
-TEST_CASE("a disabled part is left out", "[manifest]") {
+TEST_CASE("a disabled part is left out, and named as disabled", "[manifest]") {
   json manifest = kit_manifest();
   const std::size_t parts = manifest["parts"].size();
-  manifest["parts"][0]["enabled"] = false;
-  CHECK(load_json(manifest).parts.size() == parts - 1);
+  CHECK(load_json(manifest).disabled_parts.empty());
+  manifest["parts"][parts - 1]["enabled"] = false;  // Part 6
+  const Manifest loaded = load_json(manifest);
+  CHECK(loaded.parts.size() == parts - 1);
+  CHECK(loaded.parts.back().number == 5);
+  CHECK(loaded.disabled_parts == std::vector<int>{6});
 }
 
 TEST_CASE("bad manifests are refused with a message naming the problem", "[manifest]") {

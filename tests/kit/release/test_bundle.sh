@@ -10,13 +10,19 @@
 #   6. its unified_train trains with its own assignment's trainer and refuses the other's flags
 #      with a message;
 #   7. its `make handin.tar` packs its student files, and dtk-grade gives full marks.
+# With parts to disable, it does all this for a course that does not assign them (a scratch copy
+# of the manifest with "enabled": false): their stubs, public tests and handout sections must be
+# left out, their reference provided, and the hand-in graded without them.
 #
 # usage: test_bundle.sh <kit source dir> <dtk_source_check> --grader=<dtk-grade, or empty>
-#                       [ASSIGNMENT]   (default 1)
+#                       [ASSIGNMENT [PART_TO_DISABLE...]]   (default 1, none)
 # Set DTK_KEEP_BUNDLE_TEST=1 to keep the scratch directory for a look.
 set -euo pipefail
 root=$1 check=$2 grader=${3#--grader=} assignment=${4:-1}
+disabled="${*:5}"
 listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments dropped
+# What the release makes of a kit file: markers dropped, the disabled parts' blocks cut.
+select_parts() { awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"; }
 mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 top=dtk-student
 [ "$assignment" = 1 ] || top=dtk-student-assignment$assignment
@@ -46,8 +52,20 @@ logged() {
 }
 show() { sed 's/^/    | /' "$work/$1" | tail -n "${2:-40}"; }
 
+manifest=$root/grader/manifests/assignment$assignment.json
+if [ -n "$disabled" ]; then
+  step "disabling Part $disabled in a scratch copy of the manifest"
+  python3 -c 'import json, sys
+manifest = json.load(open(sys.argv[1]))
+for part in manifest["parts"]:
+    if str(part["part"]) in sys.argv[3:]:
+        part["enabled"] = False
+json.dump(manifest, open(sys.argv[2], "w"), indent=2)' "$manifest" "$work/manifest.json" $disabled
+  manifest=$work/manifest.json
+fi
+
 step "packing assignment $assignment's bundle with scripts/make-release.sh"
-logged release.log "$root/scripts/make-release.sh" "$work/dist" "$assignment" ||
+logged release.log "$root/scripts/make-release.sh" "$work/dist" "$assignment" "$manifest" ||
   { show release.log; fail "make-release.sh failed"; }
 archive=$work/dist/$top.tar.gz
 mkdir "$work/unpacked"
@@ -66,12 +84,29 @@ hidden=$(cd "$bundle" && find . -path ./solutions -o -path ./grader -o -path ./t
   -o -name 'dtk_source_check*' -o -name 'dtk-grade*' | sed 's|^\./||')
 [ -z "$hidden" ] || fail "the bundle holds what students must never see: $hidden"
 for file in "${student_files[@]}"; do
-  cmp -s "$root/starter/$file" "$bundle/starter/$file" ||
-    fail "starter/$file in the bundle is not the kit's starter/$file"
+  cmp -s <(select_parts "$root/starter/$file") "$bundle/starter/$file" ||
+    fail "starter/$file in the bundle is not the kit's starter/$file (markers and disabled parts cut)"
   grep -q 'throw NotImplemented(' "$bundle/starter/$file" ||
     fail "starter/$file in the bundle throws no NotImplemented: not the stub"
 done
-"$check" no-solution-code "$root/starter" "$root/solutions" "$bundle" "${student_files[@]}" ||
+# The disabled parts' reference is provided on purpose, and only theirs: the provided files
+# define exactly their functions, and the rest of the bundle holds no reference code.
+mapfile -t provided < <(cd "$bundle" && find starter -name '*_provided.cpp' | sort)
+[ -z "$disabled" ] || [ ${#provided[@]} -gt 0 ] || fail "Part $disabled is disabled but no reference is provided"
+[ -n "$disabled" ] || [ ${#provided[@]} -eq 0 ] || fail "every part is assigned, yet the bundle provides ${provided[*]}"
+if [ ${#provided[@]} -gt 0 ]; then
+  defined=$(for file in "${provided[@]}"; do "$check" list "$bundle/$file"; done |
+    sed -n 's/^function [0-9]*: .* \([a-zA-Z_0-9]*\)(.*/\1/p' | sort -u | tr '\n' ' ')
+  expected=$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(" ".join(sorted({t["function"] for p in m["parts"] if p.get("enabled") is False for t in p["tests"]})))' \
+    "$manifest")
+  [ "$defined" = "$expected " ] || fail "the provided files define '$defined', expected the functions of Part $disabled: '$expected'"
+fi
+scan=$work/scan
+cp -a "$bundle" "$scan"
+for file in "${provided[@]}"; do rm "$scan/$file"; done
+"$check" no-solution-code "$root/starter" "$root/solutions" "$scan" "${student_files[@]}" ||
   fail "the bundle contains reference code"
 # Nothing of the other assignments: their student files and lists, their own tests and
 # programs (release/assignment<N>.txt), their handout sections and the figures only they show.
@@ -84,10 +119,19 @@ for list in "$root"/starter/handin/assignment*.txt; do
     [ ! -e "$bundle/$path" ] || fail "the bundle holds $path, which is assignment $other's"
   done
 done
+left_out=$(for part in $disabled; do listed "$root/release/part$part.txt"; done)
 for path in $(listed "$root/release/assignment$assignment.txt"); do
+  grep -qxF "$path" <<< "$left_out" && continue  # only a disabled part needs it
   [ -e "$bundle/$path" ] || fail "the bundle lacks $path (release/assignment$assignment.txt)"
 done
-grep -q 'dtk:only\|dtk:end' "$bundle/handout.md" && fail "the bundle's handout.md still holds release markers"
+grep -q 'dtk:[a-z]' "$bundle/handout.md" "${student_files[@]/#/$bundle/starter/}" &&
+  fail "the bundle's handout.md or student files still hold release markers"
+for part in $disabled; do
+  grep -q "Part $part\b" "$bundle/handout.md" && fail "the bundle's handout.md still speaks of Part $part"
+done
+for path in $left_out; do
+  [ ! -e "$bundle/$path" ] || fail "the bundle holds $path, which only a disabled part needs"
+done
 other_heading=$([ "$assignment" = 1 ] && echo '^# Assignment 2' || echo '^## Part 1: splitting the data')
 grep -q "$other_heading" "$bundle/handout.md" && fail "the bundle's handout.md holds the other assignment's sections"
 for svg in "$bundle"/figs/*.svg; do
@@ -129,7 +173,7 @@ fi
 
 step "copying the reference files in: make test must pass"
 for file in "${student_files[@]}"; do
-  cp "$root/solutions/$file" "$bundle/starter/$file"
+  select_parts "$root/solutions/$file" > "$bundle/starter/$file"
 done
 logged reference.log make -C "$bundle" test || { show reference.log 60; fail "the public tests fail on the reference"; }
 grep -E 'tests passed' "$work/reference.log" | sed 's/^/    /'
@@ -160,7 +204,7 @@ step "grading handin.tar with dtk-grade: full marks expected"
 [ -n "$grader" ] && [ -x "$grader" ] ||
   fail "dtk-grade is not built (grader/ defines no dtk-grade target yet?): cannot grade"
 sandbox_flag=$([ "$(id -u)" = 0 ] || echo --no-sandbox)  # not root: no sandbox user
-logged grade.log "$grader" "$bundle/handin.tar" --assignment "$assignment" \
+logged grade.log "$grader" "$bundle/handin.tar" --assignment "$assignment" --manifest "$manifest" \
   --results "$work/results.json" $sandbox_flag ||
   { show grade.log; fail "dtk-grade exited non-zero"; }
 [ -s "$work/results.json" ] || { show grade.log; fail "dtk-grade wrote no results file"; }
@@ -175,6 +219,9 @@ verdict=$(awk '
     printf "%s score %s of %s%s\n", full ? "ok" : "FAIL", score, max, lost
   }' "$work/results.log")
 echo "    $verdict"
+for part in $disabled; do
+  if grep -q "^test .* Part $part\b" "$work/results.log"; then verdict="FAIL: Part $part was graded"; fi
+done
 if [[ $verdict != ok* ]]; then
   show grade.log 60
   fail "the reference, handed in from the bundle, must get full marks"
