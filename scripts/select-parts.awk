@@ -7,7 +7,10 @@
 #   dtk:without N  ... dtk:end   lines shown only when Part N is disabled (the handout's words
 #                                 that would otherwise name it)
 #
-# Blocks may nest. Variables (awk -v):
+# Blocks may nest. A line of a Markdown table cannot sit between marker lines (they would end the
+# table), so one line may carry its marker at its end instead, as an HTML comment:
+#   | 6 | backward passes ... | 25 |  <!-- dtk:part 6 -->
+# Variables (awk -v):
 #   assignment   the release's assignment (dtk:only blocks of others are dropped)
 #   disabled     the disabled parts, separated by spaces ("" when all are enabled)
 #   mode         "assigned" (default): what students get, disabled parts' blocks dropped;
@@ -21,13 +24,25 @@ BEGIN {
   hidden = 0  # open blocks whose lines are not shown
 }
 
+function shows(kind, number) {
+  if (kind == "only") return assignment == "" || number == assignment
+  if (kind == "without") return number in is_disabled
+  if (mode == "provided") return number in is_disabled
+  return !(number in is_disabled)
+}
+
 function open_block(kind, number, shown) {
-  if (kind == "only") shown = assignment == "" || number == assignment
-  else if (kind == "without") shown = number in is_disabled
-  else if (mode == "provided") shown = number in is_disabled
-  else shown = !(number in is_disabled)
+  shown = shows(kind, number)
   hides[++depth] = !shown
   hidden += !shown
+}
+
+# A line with its own marker at its end: shown (without the marker) or dropped.
+match($0, /[^ \t][ \t]*<!-- dtk:(only|part|without) [0-9]+ -->[ \t]*$/) {
+  split(substr($0, RSTART + 1), words, /[ \t]+|-->/)
+  for (i = 1; words[i] !~ /^dtk:/; ++i) {}
+  if (hidden == 0 && shows(substr(words[i], 5), words[i + 1])) print substr($0, 1, RSTART)
+  next
 }
 
 # A marker line: a comment whose first word is dtk:<kind> (not dtk::, C++'s namespace).
