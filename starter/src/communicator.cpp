@@ -3,8 +3,17 @@
 #include <climits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace dtk {
+
+namespace {
+CommunicationObserver observer;  // set_communication_observer's; empty: no one observes
+}  // namespace
+
+void set_communication_observer(CommunicationObserver new_observer) {
+  observer = std::move(new_observer);
+}
 
 struct Communicator::Shared {
   MPI_Comm comm;
@@ -18,6 +27,36 @@ struct Communicator::Shared {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (owned && !finalized) MPI_Comm_free(&comm);
+  }
+
+  // Every call's one way to MPI: runs `mpi_call`, counts `call.bytes` once it returned, and
+  // reports `call` (peers given as ranks of `comm`) to the observer, if any, timed. Without an
+  // observer this costs one test.
+  template <class MpiCall>
+  void complete(CommunicationCall call, MpiCall mpi_call) {
+    const bool observed = static_cast<bool>(observer);
+    if (observed) call.begin = MPI_Wtime();
+    mpi_call();
+    bytes_sent += call.bytes;
+    if (!observed) return;
+    call.end = MPI_Wtime();
+    call.peer = world_rank_of(call.peer);
+    call.second_peer = world_rank_of(call.second_peer);
+    observer(call);
+  }
+
+  // The world rank of this communicator's rank `rank`: a trace names ranks of the world.
+  // No rank (-1) stays -1.
+  int world_rank_of(int rank) const {
+    if (rank < 0) return rank;
+    MPI_Group group, world;
+    MPI_Comm_group(comm, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int world_rank = -1;
+    MPI_Group_translate_ranks(group, 1, &rank, world, &world_rank);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    return world_rank;
   }
 };
 
@@ -74,7 +113,9 @@ int Communicator::Get_size() const {
   return size;
 }
 
-void Communicator::Barrier() const { MPI_Barrier(shared_->comm); }
+void Communicator::Barrier() const {
+  shared_->complete({"Barrier"}, [&] { MPI_Barrier(shared_->comm); });
+}
 
 MPI_Comm Communicator::handle() const { return shared_->comm; }
 
@@ -93,9 +134,9 @@ void Communicator::allreduce(const detail::Buffer& src, void* dst, std::size_t d
               " and dst has " + count_text(dst_count));
   const int count = as_mpi_count(src.count, "Allreduce");
   const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
-  MPI_Allreduce(send, dst, count, src.type, op, shared_->comm);
   const std::uint64_t p = Get_size();
-  shared_->bytes_sent += 2 * (p - 1) * (src.count * src.element_bytes) / p;
+  shared_->complete({"Allreduce", -1, -1, 2 * (p - 1) * (src.count * src.element_bytes) / p},
+                    [&] { MPI_Allreduce(send, dst, count, src.type, op, shared_->comm); });
 }
 
 void Communicator::allgather(const detail::Buffer& src, void* dst, std::size_t dst_count) {
@@ -106,9 +147,10 @@ void Communicator::allgather(const detail::Buffer& src, void* dst, std::size_t d
               count_text(dst_count));
   require(!aliased(src, dst) || p == 1, "Allgather", "src and dst must be different containers");
   const int count = as_mpi_count(src.count, "Allgather");
-  if (src.data != dst)
-    MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
-  shared_->bytes_sent += (p - 1) * src.count * src.element_bytes;
+  shared_->complete({"Allgather", -1, -1, (p - 1) * src.count * src.element_bytes}, [&] {
+    if (src.data != dst)
+      MPI_Allgather(src.data, count, src.type, dst, count, src.type, shared_->comm);
+  });
 }
 
 void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::size_t dst_count,
@@ -122,21 +164,24 @@ void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::siz
           "src and dst must be different containers");
   const int count = as_mpi_count(dst_count, "Reduce_scatter");
   const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
-  MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);
-  shared_->bytes_sent += (p - 1) * dst_count * src.element_bytes;
+  shared_->complete({"Reduce_scatter", -1, -1, (p - 1) * dst_count * src.element_bytes}, [&] {
+    MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);
+  });
 }
 
 void Communicator::send(const detail::Buffer& buf, int dest, int tag) {
   const int count = as_mpi_count(buf.count, "Send");
-  MPI_Send(buf.data, count, buf.type, dest, tag, shared_->comm);
-  shared_->bytes_sent += buf.count * buf.element_bytes;
+  shared_->complete({"Send", dest, -1, buf.count * buf.element_bytes},
+                    [&] { MPI_Send(buf.data, count, buf.type, dest, tag, shared_->comm); });
 }
 
 void Communicator::recv(const detail::Buffer& buf, int source, int tag) {
   const int count = as_mpi_count(buf.count, "Recv");
-  MPI_Status status;
-  MPI_Recv(const_cast<void*>(buf.data), count, buf.type, source, tag, shared_->comm, &status);
-  require_whole_message(status, buf, "Recv");
+  shared_->complete({"Recv", source}, [&] {
+    MPI_Status status;
+    MPI_Recv(const_cast<void*>(buf.data), count, buf.type, source, tag, shared_->comm, &status);
+    require_whole_message(status, buf, "Recv");
+  });
 }
 
 void Communicator::sendrecv(const detail::Buffer& send, int dest, const detail::Buffer& recv,
@@ -145,11 +190,12 @@ void Communicator::sendrecv(const detail::Buffer& send, int dest, const detail::
           "the send and the receive buffer must be different");
   const int send_count = as_mpi_count(send.count, "Sendrecv");
   const int recv_count = as_mpi_count(recv.count, "Sendrecv");
-  MPI_Status status;
-  MPI_Sendrecv(send.data, send_count, send.type, dest, tag, const_cast<void*>(recv.data),
-               recv_count, recv.type, source, tag, shared_->comm, &status);
-  require_whole_message(status, recv, "Sendrecv");
-  shared_->bytes_sent += send.count * send.element_bytes;
+  shared_->complete({"Sendrecv", dest, source, send.count * send.element_bytes}, [&] {
+    MPI_Status status;
+    MPI_Sendrecv(send.data, send_count, send.type, dest, tag, const_cast<void*>(recv.data),
+                 recv_count, recv.type, source, tag, shared_->comm, &status);
+    require_whole_message(status, recv, "Sendrecv");
+  });
 }
 
 }  // namespace dtk

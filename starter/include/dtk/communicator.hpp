@@ -25,12 +25,16 @@
 //
 // Copies. Copying a Communicator copies a handle: both copies use the same MPI communicator and
 // the same byte counter. A communicator made by Split is freed once, when its last copy goes.
+//
+// Observing. set_communication_observer lets the kit see every call this process makes (the
+// trace of unified_train --trace); it changes nothing about what the calls do.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 
@@ -183,5 +187,20 @@ class Communicator {
 
   std::shared_ptr<Shared> shared_;
 };
+
+// One completed Communicator call, as a trace records it.
+struct CommunicationCall {
+  const char* call;  // "Send", "Recv", "Sendrecv", "Allreduce", "Allgather", "Reduce_scatter",
+                     // "Barrier"
+  int peer = -1;     // world rank of Send's dest, Recv's source, Sendrecv's dest; -1: collective
+  int second_peer = -1;       // world rank of Sendrecv's source; -1 otherwise
+  std::size_t bytes = 0;      // what the call added to total_bytes_transferred()
+  double begin = 0, end = 0;  // MPI_Wtime() before and after the MPI call
+};
+using CommunicationObserver = std::function<void(const CommunicationCall&)>;
+
+// From now on, every Communicator call of this process that returns normally is reported to
+// `observer` (an empty function: to no one, the default). Process-wide, not thread-safe.
+void set_communication_observer(CommunicationObserver observer);
 
 }  // namespace dtk
