@@ -18,7 +18,7 @@ out=${2:-$root/figs}
 for schedule in gpipe 1f1b; do
   mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -n 4 \
     "$build/unified_train" --pp_size 4 --microbatches 8 --schedule "$schedule" \
-    --hidden 128,256,256,256,256,256,256 --batch_size 512 --max_steps 6 \
+    --hidden 256,512,512,512,512,512,512 --batch_size 4096 --max_steps 4 \
     --timeline "$out/timeline_$schedule.svg" > /dev/null
   echo "wrote $out/timeline_$schedule.svg"
 done

@@ -168,6 +168,26 @@ nlohmann::json report_json(const PipelineTrainOptions& p, const PipelineTrainRep
           {"ranks", ranks}};
 }
 
+// "rank 2 · stage 1 · dp 0" (and "· mp 1" with tensor parallelism): a row of the trace and the
+// timeline.
+std::vector<std::string> rank_labels(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
+  std::vector<std::string> labels;
+  for (const RankMeasurements& m : r.ranks) {
+    labels.push_back("rank " + std::to_string(m.rank) + " · stage " + std::to_string(m.pp_idx) +
+                     " · dp " + std::to_string(m.dp_idx) +
+                     (p.mp_size > 1 ? " · mp " + std::to_string(m.mp_idx) : ""));
+  }
+  return labels;
+}
+
+TimelineStyle timeline_style(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
+  const std::string title = std::string(schedule_name(p.schedule)) + ", " +
+                            std::to_string(p.pp_size) + " stages, " +
+                            std::to_string(p.num_microbatches) + " micro-batches: step " +
+                            std::to_string(r.steps) + " of " + model_name(p.widths) + " MLP";
+  return {title, rank_labels(p, r), p.num_microbatches};
+}
+
 void write_file(const std::string& path, const std::string& what,
                 const std::function<void(std::ostream&)>& write) {
   std::ofstream out(path);
@@ -203,6 +223,9 @@ void run_pipeline(const Options& o, const Communicator& world) {
   const std::string problem = pipeline_options_problem(p, world.Get_size(), data.train.count);
   if (!problem.empty()) throw UsageError(problem);
   check_writable(o.report_file, "--report", world);
+  check_writable(o.trace_file, "--trace", world);
+  check_writable(o.timeline_file, "--timeline", world);
+  p.record_timeline = !o.trace_file.empty() || !o.timeline_file.empty();
   const bool root = world.Get_rank() == 0;
   if (root) print_header(o, p, data, world.Get_size());
 
@@ -216,6 +239,22 @@ void run_pipeline(const Options& o, const Communicator& world) {
   if (!o.report_file.empty()) {
     write_file(o.report_file, "report",
                [&](std::ostream& out) { out << report_json(p, report).dump(2) << "\n"; });
+  }
+  if (!o.trace_file.empty()) {
+    write_file(o.trace_file, "trace", [&](std::ostream& out) {
+      write_chrome_trace(out, report.timeline, rank_labels(p, report));
+    });
+    std::printf(
+        "\nTrace of %ld steps: %s (open it in https://ui.perfetto.dev or "
+        "chrome://tracing)\n",
+        report.steps, o.trace_file.c_str());
+  }
+  if (!o.timeline_file.empty()) {
+    write_file(o.timeline_file, "timeline", [&](std::ostream& out) {
+      write_timeline_svg(out, report.timeline, static_cast<int>(report.steps),
+                         timeline_style(p, report));
+    });
+    std::printf("Timeline of step %ld: %s\n", report.steps, o.timeline_file.c_str());
   }
 }
 

@@ -27,11 +27,10 @@ std::string model_text(const std::vector<int>& widths) {
 }
 
 // A stage that times each forward and backward of the stage it wraps: the busy time of the
-// bubble fraction, and what the observer (a trace) is told.
+// bubble fraction, and the F<mb> and B<mb> boxes of a timeline (when there is a recorder).
 class TimedStage : public PipelineStage<float> {
  public:
-  TimedStage(MlpStage& inner, long step, const StageWorkObserver& observer)
-      : inner_(inner), step_(step), observer_(observer) {}
+  TimedStage(MlpStage& inner, TimelineRecorder* recorder) : inner_(inner), recorder_(recorder) {}
 
   bool is_first() const override { return inner_.is_first(); }
   bool is_last() const override { return inner_.is_last(); }
@@ -55,13 +54,15 @@ class TimedStage : public PipelineStage<float> {
     Matrix result = work();
     const double end = MPI_Wtime();
     busy_ += end - begin;
-    if (observer_) observer_(step_, StageWork{forward, mb, begin, end});
+    if (recorder_) {
+      recorder_->add(forward ? WorkKind::Forward : WorkKind::Backward, mb,
+                     (forward ? "F" : "B") + std::to_string(mb), begin, end);
+    }
     return result;
   }
 
   MlpStage& inner_;
-  long step_;
-  const StageWorkObserver& observer_;
+  TimelineRecorder* recorder_;
   double busy_ = 0;
 };
 
@@ -307,8 +308,7 @@ std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
 }
 
 PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& data,
-                                   const Communicator& world_comm, std::ostream& progress,
-                                   const StageWorkObserver& observer) {
+                                   const Communicator& world_comm, std::ostream& progress) {
   Communicator world = world_comm;
   const bool root = world.Get_rank() == 0;
   RankSetup setup = set_up_rank(o, world);
@@ -350,6 +350,8 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
   Labels labels;
   world.Barrier();
   const double start = MPI_Wtime();
+  std::unique_ptr<TimelineRecorder> recorder;
+  if (o.record_timeline) recorder = std::make_unique<TimelineRecorder>(world.Get_rank(), start);
   bool done = false;
   for (int epoch = 1; epoch <= o.train.epochs && !done; ++epoch) {
     report.last_epoch = {};
@@ -362,10 +364,11 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
       batch.batch(0, local, x, labels);
       const float lr = o.train.lr.at(report.steps);
       ++report.steps;
+      if (recorder) recorder->set_step(static_cast<int>(report.steps));
 
       optimizer.start_step();
       MlpStage stage(layers, PipelineBatch{local, o.num_microbatches, global_batch, &x, &labels});
-      TimedStage timed(stage, report.steps, observer);
+      TimedStage timed(stage, recorder.get());
       const double begin = MPI_Wtime();
       run_pipeline_schedule<float>(timed, setup.schedule, setup.info.pp_comm);
       const double elapsed = MPI_Wtime() - begin;
@@ -395,6 +398,7 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
     }
   }
   report.seconds = MPI_Wtime() - start;
+  if (recorder) recorder->set_recording(false);  // the steps only, not what follows
 
   measured.states = optimizer.state_bytes();
   measured.peak_transient_bytes = optimizer.peak_transient_bytes();
@@ -406,6 +410,7 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
   report.weights_l2 = std::sqrt(sum_over_world(weights_square_sum(layers, setup), world));
   report.test_accuracy = evaluate(o, data.test, layers, setup, world);
   report.ranks = gather_measurements(measured, world);
+  if (recorder) report.timeline = gather_timeline(recorder->events(), world);
   return report;
 }
 

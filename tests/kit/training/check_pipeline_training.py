@@ -12,6 +12,7 @@ usage: check_pipeline_training.py layouts|measurements <unified_train> <mpirun> 
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,17 +23,34 @@ MODEL = ["--hidden", "128,64,32"]
 failures = []
 
 
-def train(ranks, *flags):
-    """Runs unified_train on `ranks` ranks and returns its --report."""
+def train(ranks, *flags, outputs=("report",)):
+    """Runs unified_train on `ranks` ranks and returns the texts of its --report (parsed), and of
+    its --trace and --timeline if asked for in `outputs`."""
     with tempfile.TemporaryDirectory() as scratch:
-        report = os.path.join(scratch, "report.json")
-        command = MPIRUN + ["-n", str(ranks), PROGRAM, *flags, "--report", report]
+        paths = {name: os.path.join(scratch, name) for name in outputs}
+        command = MPIRUN + ["-n", str(ranks), PROGRAM, *flags]
+        for name, path in paths.items():
+            command += [f"--{name}", path]
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
             raise SystemExit(f"FAIL: {' '.join(command)} exited {run.returncode}\n"
                              f"{run.stdout[-2000:]}{run.stderr[-2000:]}")
-        with open(report) as f:
-            return json.load(f)
+        texts = {name: open(path).read() for name, path in paths.items()}
+        texts["report"] = json.loads(texts["report"]) if "report" in texts else None
+        return texts["report"] if outputs == ("report",) else texts
+
+
+def schedule(name, stage, stages, m):
+    """SPEC's schedules: one stage's ("F" or "B", micro-batch) steps."""
+    if name == "gpipe":
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    warmup = min(stages - stage - 1, m)
+    steps = [("F", i) for i in range(warmup)]
+    forwards, backwards = warmup, 0
+    while forwards < m:
+        steps += [("F", forwards), ("B", backwards)]
+        forwards, backwards = forwards + 1, backwards + 1
+    return steps + [("B", i) for i in range(backwards, m)]
 
 
 def check(ok, what):
@@ -127,10 +145,33 @@ def measurements():
                                             f"{len(attempts)} run(s))")
 
 
+def timelines():
+    """--timeline draws every rank's boxes in its schedule's order; --trace holds them all."""
+    for name in ("gpipe", "1f1b"):
+        out = train(4, *MODEL, "--pp_size", "4", "--microbatches", "8", "--schedule", name,
+                    "--max_steps", "2", "--batch_size", "96",
+                    outputs=("report", "trace", "timeline"))
+        boxes = {}  # rank -> [(x, kind, mb)]
+        for rect in re.finditer(r'<rect x="([0-9.]+)"[^>]*data-rank="(\d+)" data-kind="([FB])" '
+                                r'data-mb="(\d+)"', out["timeline"]):
+            x, rank, kind, mb = float(rect[1]), int(rect[2]), rect[3], int(rect[4])
+            boxes.setdefault(rank, []).append((x, kind, mb))
+        for rank in range(4):
+            drawn = [(kind, mb) for _, kind, mb in sorted(boxes.get(rank, []))]
+            check(drawn == schedule(name, rank, 4, 8),
+                  f"{name} timeline, rank {rank}: boxes {' '.join(k + str(m) for k, m in drawn)}")
+        events = json.loads(out["trace"])["traceEvents"]
+        work = [e for e in events if e.get("ph") == "X" and re.fullmatch(r"[FB]\d+", e["name"])]
+        sends = [e for e in events if e.get("ph") == "X" and e["name"].startswith(("Send", "Recv"))]
+        check(len(work) == 2 * 4 * 2 * 8 and {e["pid"] for e in work} == set(range(4)) and sends,
+              f"{name} trace: {len(work)} F/B events over 2 steps of 4 ranks (expected 128), "
+              f"{len(sends)} sends and receives")
+
+
 def plain_bytes(report):
     return report["ranks"][0]["bytes_sent_per_step"]
 
 
-{"layouts": layouts, "measurements": measurements}[MODE]()
+{"layouts": layouts, "measurements": lambda: (measurements(), timelines())}[MODE]()
 if failures:
     sys.exit(f"FAIL: {len(failures)} check(s)")

@@ -20,7 +20,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -32,6 +31,7 @@
 #include "dtk/model/mnist.hpp"
 #include "dtk/model/progress_line.hpp"
 #include "dtk/model/sharded_optimizer.hpp"
+#include "dtk/model/timeline.hpp"
 #include "dtk/model/trainer.hpp"
 
 namespace dtk {
@@ -53,19 +53,15 @@ struct PipelineTrainOptions {
   int zero_stage = 0;
   TrainOptions train;  // epochs, global batch_size, learning rate, max_steps, progress lines
   std::uint32_t seed = MLP::kDefaultSeed;  // the weights and the order of the training images
+  // Record what every rank does in every training step (forward and backward passes, and
+  // every Communicator call) for PipelineTrainReport::timeline.
+  bool record_timeline = false;
 };
 
 // The refusals of train_pipeline, checked before any rank starts: "" when the options can run
 // on `ranks` ranks with a training set of `train_images`, else why not, in one sentence.
 std::string pipeline_options_problem(const PipelineTrainOptions& options, int ranks,
                                      std::size_t train_images);
-
-// One forward or backward of one micro-batch, timed with MPI_Wtime: what a trace shows.
-struct StageWork {
-  bool forward;
-  int microbatch;
-  double begin, end;
-};
 
 // What one rank measured.
 struct RankMeasurements {
@@ -93,17 +89,15 @@ struct PipelineTrainReport {
   double test_accuracy = 0;
   double weights_l2 = 0;                // the L2 norm of every weight and bias of the model
   std::vector<RankMeasurements> ranks;  // world rank 0 only: every rank's, in rank order
+  // World rank 0 only, with record_timeline: every rank's events of every training step (not of
+  // the evaluation), F<mb> and B<mb> and the Communicator's calls.
+  std::vector<TimelineEvent> timeline;
 };
-
-// Called on every rank for every forward and backward of the training steps (not of the
-// evaluation), with the step number (from 1): unified_train's --trace and --timeline record them.
-using StageWorkObserver = std::function<void(long step, const StageWork& work)>;
 
 // Collective over world (mp_size * dp_size * pp_size ranks). Trains on data.train, then measures
 // the accuracy on data.test; rank 0 writes progress lines to `progress`. Throws what the students'
 // functions throw, and std::runtime_error when one returns something the trainer cannot use.
 PipelineTrainReport train_pipeline(const PipelineTrainOptions& options, const Mnist& data,
-                                   const Communicator& world, std::ostream& progress,
-                                   const StageWorkObserver& observer = {});
+                                   const Communicator& world, std::ostream& progress);
 
 }  // namespace dtk
