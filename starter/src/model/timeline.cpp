@@ -155,7 +155,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<TimelineEvent>& eve
                         const std::vector<std::string>& rank_labels) {
   std::vector<nlohmann::json> lines;
   for (int rank = 0; rank < rank_count(events, rank_labels.size()); ++rank) {
-    for (auto& line : rank_metadata(rank, label_of(rank_labels, rank))) lines.push_back(line);
+    for (auto& event : rank_metadata(rank, label_of(rank_labels, rank))) lines.push_back(event);
   }
   for (const TimelineEvent& event : events) lines.push_back(complete_event(event));
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
@@ -274,19 +274,19 @@ void write_header(std::ostream& out, double height, const TimelineStyle& style) 
       << number(kWidth, 0) << " " << number(height, 0)
       << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"14\">\n"
       << "  <title>" << escaped(style.title) << "</title>\n"
-      << "  <style>\n"
-      << "    text { fill: #222222; }\n"
-      << "    .heading { font-size: 17px; font-weight: bold; }\n"
-      << "    .sub { font-size: 13px; fill: #555555; }\n"
-      << "    .code { font-family: DejaVu Sans Mono, Menlo, Consolas, monospace; }\n"
-      << "    .code { font-size: 12px; }\n"
-      << "    .box { stroke: #444444; stroke-width: 1; }\n"
-      << "    .lane { fill: #f4f4f4; }\n"
-      << "    .outlined { stroke: #bbbbbb; stroke-width: 1; }\n"
-      << "    .comm { fill: #555555; }\n"
-      << "    .axis { stroke: #444444; stroke-width: 1; }\n"
-      << "    .mid { text-anchor: middle; }\n"
-      << "    .end { text-anchor: end; }\n";
+      << R"(  <style>
+    text { fill: #222222; }
+    .heading { font-size: 17px; font-weight: bold; }
+    .sub { font-size: 13px; fill: #555555; }
+    .code { font-family: DejaVu Sans Mono, Menlo, Consolas, monospace; font-size: 12px; }
+    .box { stroke: #444444; stroke-width: 1; }
+    .lane { fill: #f4f4f4; }
+    .outlined { stroke: #bbbbbb; stroke-width: 1; }
+    .comm { fill: #555555; }
+    .axis { stroke: #444444; stroke-width: 1; }
+    .mid { text-anchor: middle; }
+    .end { text-anchor: end; }
+)";
   for (int c = 0; c < kColours; ++c) {
     out << "    .f" << c << " { fill: " << forward_colour(kBackwardColours[c]) << "; } .b" << c
         << " { fill: " << kBackwardColours[c] << "; }\n";

@@ -24,58 +24,69 @@ using Schedule = std::vector<dtk::PipeStep>;
 using ScheduleOf = Schedule (*)(int stage, int num_stages, int num_microbatches);
 
 // One step of a pipeline run as an ideal machine would run it: a forward takes 1 ms, a backward
-// 2 ms, a message 0.1 ms after its Send starts. A stage waits in Recv for what it needs. Stage s
-// is rank s; the step starts `offset` seconds into the run.
-std::vector<dtk::TimelineEvent> simulated_step(ScheduleOf schedule_of, int stages, int m, int step,
-                                               double offset) {
-  constexpr double kForward = 1e-3, kBackward = 2e-3, kMessage = 1e-4;
-  std::vector<dtk::TimelineEvent> events;
-  auto event = [&](int stage, dtk::WorkKind kind, int mb, std::string name, double begin,
-                   double end) {
-    events.push_back({stage, step, kind, mb, std::move(name), begin, end});
-  };
-  // arrival[kind][stage][mb]: when stage's input of that op is there (< 0: not yet computed).
-  std::map<dtk::PipeOp, std::vector<std::vector<double>>> arrival;
-  for (dtk::PipeOp op : {dtk::PipeOp::Forward, dtk::PipeOp::Backward}) {
-    arrival[op].assign(stages, std::vector<double>(m, -1));
-  }
-  for (int mb = 0; mb < m; ++mb) arrival[dtk::PipeOp::Forward][0][mb] = offset;
-  std::vector<Schedule> schedules;
-  for (int s = 0; s < stages; ++s) schedules.push_back(schedule_of(s, stages, m));
-  std::vector<std::size_t> next(stages, 0);
-  std::vector<double> free_at(stages, offset);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < stages; ++s) {
-      if (next[s] == schedules[s].size()) continue;
-      const dtk::PipeStep op = schedules[s][next[s]];
-      const bool forward = op.op == dtk::PipeOp::Forward;
-      const int mb = op.microbatch;
-      const bool last = s == stages - 1;
-      const double ready = forward || !last ? arrival[op.op][s][mb] : free_at[s];
-      if (ready < 0) continue;  // its input is not computed yet: try the other stages
-      const int from = forward ? s - 1 : s + 1, to = forward ? s + 1 : s - 1;
-      const bool receives = forward ? s > 0 : !last, sends = forward ? !last : s > 0;
-      const double begin = std::max(free_at[s], ready);
-      if (receives) {
-        event(s, dtk::WorkKind::Communication, -1, "Recv from " + std::to_string(from), free_at[s],
-              begin);
-      }
-      const double end = begin + (forward ? kForward : kBackward);
-      event(s, forward ? dtk::WorkKind::Forward : dtk::WorkKind::Backward, mb,
-            (forward ? "F" : "B") + std::to_string(mb), begin, end);
-      free_at[s] = end;
-      if (sends) {
-        event(s, dtk::WorkKind::Communication, -1, "Send to " + std::to_string(to), end,
-              end + kMessage);
-        arrival[op.op][to][mb] = free_at[s] = end + kMessage;
-      }
-      ++next[s];
-      progress = true;
+// 2 ms, a message arrives 0.1 ms after its Send starts, and a stage waits in Recv for its input.
+// Stage s is rank s; the step starts `start` seconds into the run.
+class SimulatedStep {
+ public:
+  SimulatedStep(ScheduleOf schedule_of, int stages, int m, int step, double start)
+      : stages_(stages), step_(step), next_(stages, 0), free_at_(stages, start) {
+    for (int s = 0; s < stages; ++s) schedules_.push_back(schedule_of(s, stages, m));
+    for (dtk::PipeOp op : {dtk::PipeOp::Forward, dtk::PipeOp::Backward}) {
+      arrival_[op].assign(stages, std::vector<double>(m, -1));
     }
+    for (int mb = 0; mb < m; ++mb) arrival_[dtk::PipeOp::Forward][0][mb] = start;
   }
-  return events;
-}
+
+  // Runs every stage's next op whose input is there, until all ops ran.
+  std::vector<dtk::TimelineEvent> run() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < stages_; ++s) progress = run_next_op(s) || progress;
+    }
+    return events_;
+  }
+
+ private:
+  bool run_next_op(int s) {
+    constexpr double kForward = 1e-3, kBackward = 2e-3, kMessage = 1e-4;
+    if (next_[s] == schedules_[s].size()) return false;
+    const dtk::PipeStep op = schedules_[s][next_[s]];
+    const bool forward = op.op == dtk::PipeOp::Forward, last = s == stages_ - 1;
+    const bool receives = forward ? s > 0 : !last, sends = forward ? !last : s > 0;
+    // The last stage's backward starts from its own forward's output: nothing to wait for.
+    const double ready = forward || !last ? arrival_[op.op][s][op.microbatch] : free_at_[s];
+    if (ready < 0) return false;
+
+    const double begin = std::max(free_at_[s], ready);
+    if (receives) add(s, -1, "Recv from " + std::to_string(forward ? s - 1 : s + 1), begin);
+    const double end = begin + (forward ? kForward : kBackward);
+    add(s, op.microbatch, (forward ? "F" : "B") + std::to_string(op.microbatch), end);
+    if (sends) {
+      const int to = forward ? s + 1 : s - 1;
+      add(s, -1, "Send to " + std::to_string(to), end + kMessage);
+      arrival_[op.op][to][op.microbatch] = end + kMessage;
+    }
+    ++next_[s];
+    return true;
+  }
+
+  // Stage s's next event: from the end of its previous one (a Recv waits from then) to `end`.
+  void add(int s, int mb, std::string name, double end) {
+    const dtk::WorkKind kind = name[0] == 'F'   ? dtk::WorkKind::Forward
+                               : name[0] == 'B' ? dtk::WorkKind::Backward
+                                                : dtk::WorkKind::Communication;
+    events_.push_back({s, step_, kind, mb, std::move(name), free_at_[s], end});
+    free_at_[s] = end;
+  }
+
+  int stages_, step_;
+  std::vector<Schedule> schedules_;
+  std::vector<std::size_t> next_;  // per stage: its schedule's next op
+  std::vector<double> free_at_;    // per stage: when its last event ended
+  // arrival_[op][stage][mb]: when the input of that op is there (< 0: not computed yet).
+  std::map<dtk::PipeOp, std::vector<std::vector<double>>> arrival_;
+  std::vector<dtk::TimelineEvent> events_;
+};
 
 std::vector<std::string> stage_labels(int stages) {
   std::vector<std::string> labels;
@@ -87,15 +98,11 @@ std::vector<std::string> stage_labels(int stages) {
 
 // Steps 1 and 2 of a run; step 2 begins 1 s after step 1.
 std::vector<dtk::TimelineEvent> two_steps(ScheduleOf schedule_of, int stages, int m) {
-  std::vector<dtk::TimelineEvent> events = simulated_step(schedule_of, stages, m, 1, 0.0);
-  for (const auto& event : simulated_step(schedule_of, stages, m, 2, 1.0)) events.push_back(event);
+  std::vector<dtk::TimelineEvent> events = SimulatedStep(schedule_of, stages, m, 1, 0.0).run();
+  for (const auto& event : SimulatedStep(schedule_of, stages, m, 2, 1.0).run()) {
+    events.push_back(event);
+  }
   return events;
-}
-
-std::string svg_of(const std::vector<dtk::TimelineEvent>& events, int step, int stages, int m) {
-  std::ostringstream svg;
-  dtk::write_timeline_svg(svg, events, step, {"a test run — step 2", stage_labels(stages), m});
-  return svg.str();
 }
 
 // The F/B boxes of an SVG, read back: per rank, "F0 F1 B0 ..." in the order of their x.
@@ -185,12 +192,15 @@ TEST_CASE("kit | write_timeline_svg: one box per F/B of the step, each row in sc
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const int rank = dtk::Communicator().Get_rank();
     for (const auto& [name, schedule_of] : std::map<std::string, ScheduleOf>{
-             {"1f1b", dtk::one_f_one_b_schedule}, {"gpipe", dtk::gpipe_schedule}}) {
+             {"1F1B", dtk::one_f_one_b_schedule}, {"GPipe", dtk::gpipe_schedule}}) {
       for (const auto& [stages, m] : std::vector<std::pair<int, int>>{{2, 4}, {4, 8}}) {
-        const std::string run = name + ", " + std::to_string(stages) + " stages, " +
-                                std::to_string(m) + " micro-batches: ";
-        const auto events = two_steps(schedule_of, stages, m);
-        const std::string svg = svg_of(events, 2, stages, m);
+        const std::string title = name + ", " + std::to_string(stages) + " stages, " +
+                                  std::to_string(m) + " micro-batches (simulated) — step 2";
+        const std::string run = title + ": ";
+        std::ostringstream picture;
+        dtk::write_timeline_svg(picture, two_steps(schedule_of, stages, m), 2,
+                                {title, stage_labels(stages), m});
+        const std::string svg = picture.str();
         check.equal(run + "F/B boxes in step 2's picture", 2 * stages * m,
                     count_of(svg, "data-kind="));
         std::map<int, std::string> expected;
@@ -202,9 +212,11 @@ TEST_CASE("kit | write_timeline_svg: one box per F/B of the step, each row in sc
           check.that(got == expected[s], run + "row " + std::to_string(s) + " reads " + got +
                                              ", its schedule is " + expected[s]);
         }
-        check.that(svg.find("<title>a test run — step 2</title>") != std::string::npos,
+        check.that(svg.find("<title>" + title + "</title>") != std::string::npos,
                    run + "the SVG has no <title> with the style's title");
-        if (rank == 0 && stages == 4) std::ofstream("timeline_" + name + ".svg") << svg;
+        if (rank == 0 && stages == 4) {
+          std::ofstream(name == "GPipe" ? "timeline_gpipe.svg" : "timeline_1f1b.svg") << svg;
+        }
       }
     }
   });
