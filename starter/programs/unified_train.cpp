@@ -182,10 +182,6 @@ Options parse(int argc, char** argv) {
       if (pipeline_flag && o.first_pipeline_flag.empty()) o.first_pipeline_flag = arg;
     }
   }
-  p.dp_size = o.parallelism.dp_size;
-  p.train = t;
-  p.train.lr.initial =
-      o.lr.value_or(p.optimizer == OptimizerKind::Adam ? kAdamLearningRate : t.lr.initial);
   if (o.lr) t.lr.initial = *o.lr;
   return o;
 }

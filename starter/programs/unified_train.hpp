@@ -25,7 +25,7 @@ struct Options {
   Parallelism parallelism;  // --mp_size, --dp_size, --megatron-mp
   std::string data_dir = kFashionMnistDir;
   TrainOptions train;
-  // Assignment 2's flags. pipeline.train and pipeline.dp_size are copied from the above.
+  // Assignment 2's own flags; run_pipeline completes them with the shared ones above.
   PipelineTrainOptions pipeline;
   std::optional<float> lr;          // --lr as given (each trainer has its own default)
   std::string report_file;          // --report FILE.json

@@ -22,12 +22,6 @@ namespace dtk::unified_train {
 
 namespace {
 
-std::string model_name(const std::vector<int>& widths) {
-  std::string name;
-  for (const int w : widths) name += (name.empty() ? "" : "-") + std::to_string(w);
-  return name;
-}
-
 const char* schedule_name(Schedule schedule) {
   return schedule == Schedule::GPipe ? "GPipe" : "1F1B";
 }
@@ -204,15 +198,26 @@ void check_writable(const std::string& path, const std::string& flag, const Comm
   if (!ok) throw UsageError(flag + " " + path + ": cannot create this file");
 }
 
-}  // namespace
-
-void run_pipeline(const Options& o, const Communicator& world) {
+// The trainer's options: assignment 2's flags, and the layout and training flags both trainers
+// share. Adam starts from its own learning rate unless --lr says otherwise.
+PipelineTrainOptions pipeline_options(const Options& o) {
   PipelineTrainOptions p = o.pipeline;
   p.mp_size = o.parallelism.mp_size;
+  p.dp_size = o.parallelism.dp_size;
   p.megatron = o.parallelism.megatron;
+  p.train = o.train;
+  if (p.optimizer == OptimizerKind::Adam && !o.lr) p.train.lr.initial = kAdamLearningRate;
 #if DTK_WITH_REPLICAS_TRAINER
   p.tensor_parallel = split_stage_layers;  // assignment 1's functions are in this build
 #endif
+  p.record_timeline = !o.trace_file.empty() || !o.timeline_file.empty();
+  return p;
+}
+
+}  // namespace
+
+void run_pipeline(const Options& o, const Communicator& world) {
+  const PipelineTrainOptions p = pipeline_options(o);
   share_cores(world);
   const Mnist data = load_data(o.data_dir, world, p.widths.back());
   if (data.train.pixels != static_cast<std::size_t>(p.widths.front())) {
@@ -225,7 +230,6 @@ void run_pipeline(const Options& o, const Communicator& world) {
   check_writable(o.report_file, "--report", world);
   check_writable(o.trace_file, "--trace", world);
   check_writable(o.timeline_file, "--timeline", world);
-  p.record_timeline = !o.trace_file.empty() || !o.timeline_file.empty();
   const bool root = world.Get_rank() == 0;
   if (root) print_header(o, p, data, world.Get_size());
 

@@ -20,12 +20,6 @@ namespace {
 
 std::string text(long long n) { return std::to_string(n); }
 
-std::string model_text(const std::vector<int>& widths) {
-  std::string out;
-  for (const int w : widths) out += (out.empty() ? "" : "-") + std::to_string(w);
-  return out;
-}
-
 // A stage that times each forward and backward of the stage it wraps: the busy time of the
 // bubble fraction, and the F<mb> and B<mb> boxes of a timeline (when there is a recorder).
 class TimedStage : public PipelineStage<float> {
@@ -185,11 +179,7 @@ std::vector<PipeStep> forwards_only(int num_microbatches) {
 // up to 1000 per replica; returns the accuracy over all replicas.
 double evaluate(const PipelineTrainOptions& o, const ImageSet& test, MlpStageLayers& layers,
                 const RankSetup& setup, const Communicator& world) {
-  const std::size_t begin = test.count * setup.dp_idx / o.dp_size;
-  const std::size_t end = test.count * (setup.dp_idx + 1) / o.dp_size;
-  std::vector<std::size_t> rows(end - begin);
-  std::iota(rows.begin(), rows.end(), begin);
-  const Shard shard(test, std::move(rows));
+  const Shard shard = contiguous_part(test, setup.dp_idx, o.dp_size);
   constexpr std::size_t kBatch = 1000;
   BatchStats mine;
   Matrix x;
@@ -267,10 +257,16 @@ std::string tensor_parallel_problem(const PipelineTrainOptions& o, const std::st
 
 }  // namespace
 
+std::string model_name(const std::vector<int>& widths) {
+  std::string out;
+  for (const int w : widths) out += (out.empty() ? "" : "-") + std::to_string(w);
+  return out;
+}
+
 std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
                                      std::size_t train_images) {
   const int num_layers = static_cast<int>(o.widths.size()) - 1;
-  const std::string model = "the " + model_text(o.widths) + " MLP";
+  const std::string model = "the " + model_name(o.widths) + " MLP";
   if (o.mp_size > 1) {
     const std::string problem = tensor_parallel_problem(o, model);
     if (!problem.empty()) return problem;
@@ -333,7 +329,7 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
   const long steps_per_epoch = static_cast<long>(data.train.count / global_batch);
   const long lines = std::max(o.train.progress_lines, 1);
   const long report_every = std::max(1L, steps_per_epoch / lines);
-  const std::vector<std::size_t> order = image_order(data.train.count, o.seed);
+  const Shard ordered(data.train, image_order(data.train.count, o.seed));
 
   RankMeasurements measured;
   measured.rank = world.Get_rank();
@@ -359,9 +355,7 @@ PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& d
     for (long step = 1; step <= steps_per_epoch && !done; ++step) {
       // This replica's contiguous part of the step's global batch.
       const std::size_t first = (step - 1) * global_batch + setup.dp_idx * local;
-      const Shard batch(data.train, std::vector<std::size_t>(order.begin() + first,
-                                                             order.begin() + first + local));
-      batch.batch(0, local, x, labels);
+      ordered.batch(first, local, x, labels);
       const float lr = o.train.lr.at(report.steps);
       ++report.steps;
       if (recorder) recorder->set_step(static_cast<int>(report.steps));

@@ -1,6 +1,7 @@
 #include "dtk/model/shard.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 namespace dtk {
@@ -20,6 +21,13 @@ void Shard::batch(std::size_t first, std::size_t count, Matrix& x, Labels& label
     for (std::size_t j = 0; j < pixels; ++j) out[j] = image[j] * (1.0f / 255.0f);
     labels(i) = set_->labels[row];
   }
+}
+
+Shard contiguous_part(const ImageSet& set, std::size_t part, std::size_t parts) {
+  const std::size_t begin = set.count * part / parts, end = set.count * (part + 1) / parts;
+  std::vector<std::size_t> rows(end - begin);
+  std::iota(rows.begin(), rows.end(), begin);
+  return Shard(set, std::move(rows));
 }
 
 }  // namespace dtk

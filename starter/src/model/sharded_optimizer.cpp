@@ -107,10 +107,12 @@ ShardedOptimizer::ShardedOptimizer(MlpStageLayers& layers, int zero_stage, Optim
 
 ShardedOptimizer::~ShardedOptimizer() { layers_.set_gate(nullptr); }
 
-void ShardedOptimizer::transient(std::ptrdiff_t bytes) {
-  live_transient_ += bytes;
+void ShardedOptimizer::hold(std::size_t values) {
+  live_transient_ += values * kFloatBytes;
   peak_transient_ = std::max(peak_transient_, live_transient_);
 }
+
+void ShardedOptimizer::drop(std::size_t values) { live_transient_ -= values * kFloatBytes; }
 
 void ShardedOptimizer::allocate_gradients(DenseLayer& layer, std::size_t j) const {
   layer.grad_weight = xt::zeros<float>({shards_[j].rows, shards_[j].cols});
@@ -124,7 +126,7 @@ void ShardedOptimizer::start_step() {
   }
   for (std::size_t j = 0; j < shards_.size(); ++j) {
     allocate_gradients(layers_.layers()[j], j);
-    transient(shards_[j].numel * kFloatBytes);
+    hold(shards_[j].numel);
   }
 }
 
@@ -137,7 +139,7 @@ void ShardedOptimizer::reduce_and_update(std::size_t j, float lr) {
   LayerShard& shard = shards_[j];
   const std::size_t n = shard.numel;
   const Flat grad = flat_gradients(layer);
-  transient(n * kFloatBytes);
+  hold(n);
 
   if (stage_ == 0) {
     Flat summed = grad;  // one rank: nothing to sum
@@ -145,20 +147,20 @@ void ShardedOptimizer::reduce_and_update(std::size_t j, float lr) {
     Flat params = flat_parameters(layer);
     shard.update->step(params, 0, summed, lr);
     set_flat_parameters(layer, params);
-    transient(-static_cast<std::ptrdiff_t>(n * kFloatBytes));
+    drop(n);
     return;
   }
 
   const Flat grad_shard =
       stage_ == 1 ? zero1_grad_shard(grad, dp_comm_) : zero2_grad_shard(grad, dp_comm_);
   expect_size(grad_shard, shard.s, stage_ == 1 ? "zero1_grad_shard" : "zero2_grad_shard");
-  transient(-static_cast<std::ptrdiff_t>(n * kFloatBytes));
+  drop(n);
   if (stage_ >= 2) {
     // Reduced: the full gradient is no longer needed, only this rank's shard of the sum.
     shard.grad = grad_shard;
     layer.grad_weight = empty_matrix();
     layer.grad_bias = empty_matrix();
-    transient(-static_cast<std::ptrdiff_t>(n * kFloatBytes));
+    drop(n);
   }
   if (stage_ == 3) {
     shard.update->step(shard.params, 0, grad_shard, lr);
@@ -180,14 +182,14 @@ void ShardedOptimizer::acquire(std::size_t j) {
   layer.weight = Matrix::from_shape({shard.rows, shard.cols});
   layer.bias = Matrix::from_shape({std::size_t{1}, shard.cols});
   set_flat_parameters(layer, gathered);
-  transient(shard.numel * kFloatBytes);
+  hold(shard.numel);
 }
 
 void ShardedOptimizer::release(std::size_t j) {
   DenseLayer& layer = layers_.layers()[j];
   layer.weight = empty_matrix();
   layer.bias = empty_matrix();
-  transient(-static_cast<std::ptrdiff_t>(shards_[j].numel * kFloatBytes));
+  drop(shards_[j].numel);
 }
 
 std::size_t ShardedOptimizer::parameter_count() const {

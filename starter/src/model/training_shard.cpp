@@ -32,11 +32,7 @@ Shard training_shard(const ImageSet& train, const Parallelism& parallelism, int 
 }
 
 Shard test_shard(const ImageSet& test, const Parallelism& parallelism, int rank) {
-  const std::size_t dp_idx = rank / parallelism.mp_size, parts = parallelism.dp_size;
-  const std::size_t begin = test.count * dp_idx / parts, end = test.count * (dp_idx + 1) / parts;
-  std::vector<std::size_t> rows(end - begin);
-  std::iota(rows.begin(), rows.end(), begin);
-  return Shard(test, std::move(rows));
+  return contiguous_part(test, rank / parallelism.mp_size, parallelism.dp_size);
 }
 
 }  // namespace dtk

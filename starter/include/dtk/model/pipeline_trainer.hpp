@@ -58,6 +58,9 @@ struct PipelineTrainOptions {
   bool record_timeline = false;
 };
 
+// "784-256-256-10": the MLP with these widths.
+std::string model_name(const std::vector<int>& widths);
+
 // The refusals of train_pipeline, checked before any rank starts: "" when the options can run
 // on `ranks` ranks with a training set of `train_images`, else why not, in one sentence.
 std::string pipeline_options_problem(const PipelineTrainOptions& options, int ranks,

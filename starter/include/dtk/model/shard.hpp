@@ -31,6 +31,10 @@ class Shard {
 // pixels, so that no rank needs a float copy of the whole training set.
 Shard training_shard(const ImageSet& train, const Parallelism& parallelism, int rank);
 
+// Part `part` of `set` cut into `parts` contiguous parts that together hold every image:
+// images [count * part / parts, count * (part + 1) / parts).
+Shard contiguous_part(const ImageSet& set, std::size_t part, std::size_t parts);
+
 // This rank's test images: its replica's part of the test set, cut into dp_size
 // contiguous parts that together hold every test image.
 Shard test_shard(const ImageSet& test, const Parallelism& parallelism, int rank);

@@ -70,7 +70,9 @@ class ShardedOptimizer : public ParameterGate {
 
   void reduce_and_update(std::size_t j, float lr);
   void allocate_gradients(DenseLayer& layer, std::size_t j) const;
-  void transient(std::ptrdiff_t bytes);
+  // A buffer of `values` floats that lives only inside a step is allocated, or freed.
+  void hold(std::size_t values);
+  void drop(std::size_t values);
 
   MlpStageLayers& layers_;
   int stage_;
