@@ -82,8 +82,11 @@ ShardedOptimizer::ShardedOptimizer(MlpStageLayers& layers, int zero_stage, Optim
     shard.rows = layer.weight.shape(0);
     shard.cols = layer.weight.shape(1);
     shard.numel = layer.weight.size() + layer.bias.size();
-    std::tie(shard.begin, shard.end) = zero_shard_range(shard.numel, p, dp_comm_.Get_rank());
-    shard.s = (shard.numel + p - 1) / p;
+    // Stage 0 shards nothing (and so needs none of Part 9): every rank owns every value.
+    std::tie(shard.begin, shard.end) = zero_stage == 0
+                                           ? std::pair<std::size_t, std::size_t>{0, shard.numel}
+                                           : zero_shard_range(shard.numel, p, dp_comm_.Get_rank());
+    shard.s = zero_stage == 0 ? shard.numel : (shard.numel + p - 1) / p;
     if (shard.end < shard.begin || shard.end - shard.begin > shard.s) {
       throw std::runtime_error("zero_shard_range(" + std::to_string(shard.numel) + ", " +
                                std::to_string(p) + ", " + std::to_string(dp_comm_.Get_rank()) +
@@ -91,10 +94,8 @@ ShardedOptimizer::ShardedOptimizer(MlpStageLayers& layers, int zero_stage, Optim
                                std::to_string(shard.end) + "), not a shard of at most " +
                                std::to_string(shard.s) + " values");
     }
-    // Stage 0 updates every value; from stage 1 on, a rank updates (and keeps states for) its
-    // shard only.
-    const std::size_t updated = zero_stage == 0 ? shard.numel : shard.end - shard.begin;
-    shard.update = std::make_unique<Update>(kind, updated);
+    // A rank updates (and keeps optimizer states for) the values it owns.
+    shard.update = std::make_unique<Update>(kind, shard.end - shard.begin);
     if (zero_stage == 3) {
       shard.params = padded_shard(flat_parameters(layer), shard.begin, shard.end, shard.s);
       layer.weight = empty_matrix();

@@ -10,6 +10,7 @@
 //            layer j with zero_gather_params right before the stage computes with it, release(j)
 //            frees it again (MlpStage calls both, through ParameterGate)
 //
+// Stage 0 calls nothing of Part 9, so a pipeline trains before Part 9 is written.
 // Each layer is sharded on its own: layer j, W then b, is a flat vector of numel_j values
 // (flat_parameters(layer)) cut into dp_size shards of s_j = ceil(numel_j / dp_size) values, so
 // that ZeRO-3 can gather one layer at a time.
