@@ -1,22 +1,21 @@
 #include "cli.hpp"
 
 #include <cstdlib>
-#include <iostream>
 
 namespace dtk::grade {
 
-const char* const kUsage =
-    "usage: dtk-grade SUBMISSION [--assignment 1|2] [--results FILE] [--public-only]\n"
+std::string usage_text(const std::string& assignments) {
+  return "usage: dtk-grade SUBMISSION [--assignment N] [--results FILE] [--public-only]\n"
     "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
     "                 [--keep-scratch] [--no-sandbox]\n"
     "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
-    "                 [--similarity] [--assignment 1|2] [--seed N] [--manifest FILE] ...\n"
+    "                 [--similarity] [--assignment N] [--seed N] [--manifest FILE] ...\n"
     "\n"
     "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
     "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
     "Gradescope's results.json and prints a table.\n"
     "\n"
-    "  --assignment N     grade assignment N: 1 (Parts 1-6, the default) or 2 (Parts 7-9)\n"
+    "  --assignment N     grade assignment N (default 1); this kit's: " + assignments + "\n"
     "  --results FILE     where to write results.json (default: ./results.json)\n"
     "  --public-only      run only the cases that mirror the public tests\n"
     "  --timeout SECONDS  time limit of one group of tests (default: the\n"
@@ -50,6 +49,7 @@ const char* const kUsage =
     "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
     "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
     "grading failed.\n";
+}
 
 namespace {
 
@@ -76,7 +76,6 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
       return std::nullopt;
     } else if (arg == "--results") {
       options.results = value();
@@ -93,7 +92,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     } else if (arg == "--seed") {
       options.seed = static_cast<std::uint64_t>(parse_integer(arg, value(), 0, 1LL << 62));
     } else if (arg == "--assignment") {
-      options.assignment = static_cast<int>(parse_integer(arg, value(), 1, 2));
+      // Whether the kit has it is known once its toolchain is read (manifest_of).
+      options.assignment = static_cast<int>(parse_integer(arg, value(), 1, 999));
     } else if (arg == "--manifest") {
       options.manifest = value();
     } else if (arg == "--batch") {

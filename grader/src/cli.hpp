@@ -34,9 +34,10 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-extern const char* const kUsage;
+// dtk-grade --help; `assignments` lists the kit's, e.g. "1 (Parts 1-6), 2 (Parts 7-9)".
+std::string usage_text(const std::string& assignments);
 
-// Throws UsageError naming the problem. Returns nullopt for --help (kUsage already printed).
+// Throws UsageError naming the problem. Returns nullopt for --help.
 std::optional<Options> parse_command_line(int argc, char** argv);
 
 }  // namespace dtk::grade

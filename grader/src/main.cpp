@@ -1,4 +1,4 @@
-// dtk-grade: grades one submission of the dtk assignment. See cli.cpp for the usage and
+// dtk-grade: grades one submission of a dtk assignment, or a class of them. See cli.cpp for the usage and
 // README.md (Grading) for what it checks and how.
 #include <unistd.h>
 
@@ -49,8 +49,48 @@ void check_manifest(const Manifest& manifest, const Toolchain& toolchain, const 
   }
 }
 
+// "1, 2 and 3": the kit's assignments, as its build found them.
+std::string assignment_numbers(const Toolchain& toolchain) {
+  std::string text;
+  std::size_t left = toolchain.assignment_files.size();
+  for (const auto& [assignment, files] : toolchain.assignment_files) {
+    text += std::to_string(assignment) + (--left == 0 ? "" : left == 1 ? " and " : ", ");
+  }
+  return text;
+}
+
+// For --help: "1 (Parts 1-6), 2 (Parts 7-9)", from the built kit's manifests.
+std::string assignments_help() {
+  try {
+    const Toolchain toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
+    std::string text;
+    for (const auto& [assignment, files] : toolchain.assignment_files) {
+      if (!text.empty()) text += ", ";
+      text += std::to_string(assignment);
+      try {
+        const Manifest manifest = load_manifest(toolchain.manifest(assignment));
+        std::vector<int> parts = manifest.disabled_parts;
+        for (const Part& part : manifest.parts) parts.push_back(part.number);
+        const auto [first, last] = std::minmax_element(parts.begin(), parts.end());
+        if (first != parts.end())
+          text += " (Parts " + std::to_string(*first) + "-" + std::to_string(*last) + ")";
+      } catch (const std::exception&) {
+        text += " (its manifest does not load: grade it to see why)";
+      }
+    }
+    return text;
+  } catch (const std::exception&) {
+    return "none yet: build the kit first (make)";
+  }
+}
+
 // The manifest the options ask for, checked against the kit.
 Manifest manifest_of(const Options& options, const Toolchain& toolchain) {
+  if (options.assignment && !toolchain.assignment_files.count(*options.assignment)) {
+    throw UsageError("there is no assignment " + std::to_string(*options.assignment) +
+                     ": this kit has assignment " + assignment_numbers(toolchain) +
+                     " (starter/handin/assignment<N>.txt)");
+  }
   const std::string path = options.manifest.empty()
                                ? toolchain.manifest(options.assignment.value_or(1))
                                : options.manifest;
@@ -79,7 +119,10 @@ int run(int argc, char** argv) {
   std::optional<Options> options;
   try {
     options = parse_command_line(argc, argv);
-    if (!options) return 0;
+    if (!options) {
+      std::cout << usage_text(assignments_help());
+      return 0;
+    }
     const std::string& input = options->batch.empty() ? options->submission : options->batch;
     if (!std::filesystem::exists(input)) throw UsageError("no such file or directory: " + input);
     if (geteuid() != 0 && !options->no_sandbox) {
@@ -112,6 +155,9 @@ int run(int argc, char** argv) {
   try {
     grading.toolchain = load_toolchain(DTK_GRADE_DATA_DIR);
     grading.manifest = manifest_of(*options, grading.toolchain);
+  } catch (const UsageError& error) {
+    std::cerr << "dtk-grade: " << error.what() << "\n";
+    return 2;
   } catch (const std::exception& error) {
     return internal_error(error.what());
   }

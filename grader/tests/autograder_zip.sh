@@ -26,7 +26,7 @@ export DTK_AUTOGRADER_ROOT=$root
 rm -rf "$root"
 mkdir -p "$root"
 
-for assignment in 1 2; do
+for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
   "$kit/scripts/make-autograder.sh" "$assignment" "$root/dist" > /dev/null
   zip_file=$root/dist/autograder-assignment$assignment.zip
   mkdir -p "$root/source" "$root/submission" "$root/results"

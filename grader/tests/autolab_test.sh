@@ -17,7 +17,7 @@ unset MAKEFLAGS MFLAGS MAKELEVEL  # the job's make is not part of a make that st
 rm -rf "$work"
 mkdir -p "$work"
 
-for assignment in 1 2; do
+for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
   "$kit/scripts/make-autolab.sh" "$assignment" "$work/dist" > /dev/null
   job=$work/job$assignment
   mkdir "$job"

@@ -13,6 +13,8 @@
 
 namespace {
 
+constexpr int kRanks = 1;  // serial; tests/public/CMakeLists.txt reads the rank count here
+
 const std::string kLlama7bConfig = std::string(DTK_STARTER_DIR) + "/llama_7b_config.json";
 constexpr double kRtol = 1e-3;  // 0.1%
 
@@ -49,28 +51,28 @@ double loss(double N, double D) {
 }  // namespace
 
 TEST_CASE("Part 4 | Llama-7B: number of parameters", "[part4]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const dtk::TrainingCost cost = dtk::model_training_cost_analysis(kLlama7bConfig);
     check.equal("num_parameters of Llama-7B", 6'738'415'616LL, cost.num_parameters);
   });
 }
 
 TEST_CASE("Part 4 | Llama-7B: TFLOPs of one layer's forward pass", "[part4]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const dtk::TrainingCost cost = dtk::model_training_cost_analysis(kLlama7bConfig);
     check_close(check, "num_tflops of Llama-7B", 0.897648164864, cost.num_tflops);
   });
 }
 
 TEST_CASE("Part 4 | Llama-7B: peak memory of one layer's forward pass", "[part4]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const dtk::TrainingCost cost = dtk::model_training_cost_analysis(kLlama7bConfig);
     check_close(check, "peak_memory_gb of Llama-7B", 0.942686208, cost.peak_memory_gb);
   });
 }
 
 TEST_CASE("Part 4 | GPT-2 small: number of parameters (biases, LayerNorm, tied head)", "[part4]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     // GPT-2 small's config.json as Hugging Face publishes it (n_inner null: 4 * n_embd).
     const TempFile config("gpt2_config.json", R"({
       "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
@@ -83,7 +85,7 @@ TEST_CASE("Part 4 | GPT-2 small: number of parameters (biases, LayerNorm, tied h
 }
 
 TEST_CASE("Part 4 | a missing file or malformed JSON throws std::runtime_error", "[part4]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const TempFile malformed("malformed_config.json", R"({"hidden_size": 4096,})");
     const std::string missing = kLlama7bConfig + ".does-not-exist";
     for (const std::string& path : {missing, malformed.path()}) {
@@ -99,7 +101,7 @@ TEST_CASE("Part 4 | a missing file or malformed JSON throws std::runtime_error",
 }
 
 TEST_CASE("Part 5 | the compute-optimal N and D for a budget of 1.23e22 FLOPs", "[part5]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     const dtk::OptimalND optimum = dtk::get_optimal_N_D(1.23e22);
     check_close(check, "N for 1.23e22 FLOPs", 8.1765e9, optimum.N);
     check_close(check, "D for 1.23e22 FLOPs", 2.5072e11, optimum.D);
@@ -107,7 +109,7 @@ TEST_CASE("Part 5 | the compute-optimal N and D for a budget of 1.23e22 FLOPs", 
 }
 
 TEST_CASE("Part 5 | the optimum spends the whole budget: 6 N D = C", "[part5]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     for (const double budget : {1e18, 1e20, 1.23e22, 5.76e23, 1e25}) {
       const dtk::OptimalND optimum = dtk::get_optimal_N_D(budget);
       std::ostringstream what;
@@ -118,7 +120,7 @@ TEST_CASE("Part 5 | the optimum spends the whole budget: 6 N D = C", "[part5]") 
 }
 
 TEST_CASE("Part 5 | the optimum beats its neighbours on the budget curve", "[part5]") {
-  dtk::testing::on_every_rank(1, [](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     for (const double budget : {1e20, 1.23e22, 1e25}) {
       const dtk::OptimalND optimum = dtk::get_optimal_N_D(budget);
       const double best = loss(optimum.N, optimum.D);

@@ -7,6 +7,8 @@
 namespace {
 
 constexpr int kMpSize = 2, kDpSize = 4;
+constexpr int kRanks = 8;  // tests/public/CMakeLists.txt reads the rank count here
+static_assert(kRanks == kMpSize * kDpSize);
 
 struct Layer {
   bool is_fc1, is_megatron_mp;
@@ -19,7 +21,7 @@ struct Layer {
 // model-parallel index i holds ranks i, i + 2, i + 4, i + 6.
 template <class T>
 void check_layer(const Layer& layer) {
-  dtk::testing::on_every_rank(kMpSize * kDpSize, [&](dtk::testing::Checks& check) {
+  dtk::testing::on_every_rank(kRanks, [&](dtk::testing::Checks& check) {
     dtk::Communicator world;
     const int rank = world.Get_rank();
     dtk::ParallelInfo info = dtk::get_info(world, rank, kMpSize, kDpSize, layer.is_fc1,

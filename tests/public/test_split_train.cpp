@@ -7,6 +7,8 @@
 
 namespace {
 
+constexpr int kRanks = 1;  // serial; tests/public/CMakeLists.txt reads the rank count here
+
 // A (rows, cols) training set whose row i holds i * 100 + column, labelled i.
 template <class T>
 std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> numbered_rows(int rows, int cols) {
@@ -42,11 +44,11 @@ void check_grid(dtk::testing::Checks& check, int rows, int cols, int mp_size, in
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: mp_size=2, dp_size=4 on 16 rows", "[part1]", float,
                    double) {
-  dtk::testing::on_every_rank(1, [](auto& check) { check_grid<TestType>(check, 16, 3, 2, 4); });
+  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 16, 3, 2, 4); });
 }
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: one replica keeps every row", "[part1]", float, double) {
-  dtk::testing::on_every_rank(1, [](auto& check) {
+  dtk::testing::on_every_rank(kRanks, [](auto& check) {
     check_grid<TestType>(check, 5, 2, 1, 1);
     check_grid<TestType>(check, 6, 4, 4, 1);  // four model-parallel ranks, one replica
   });
@@ -54,10 +56,10 @@ TEMPLATE_TEST_CASE("Part 1 | split_train: one replica keeps every row", "[part1]
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: the ranks of one replica share its block", "[part1]",
                    float, double) {
-  dtk::testing::on_every_rank(1, [](auto& check) { check_grid<TestType>(check, 12, 5, 4, 2); });
+  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 12, 5, 4, 2); });
 }
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: leftover rows are dropped (10 rows, dp_size=3)",
                    "[part1]", float, double) {
-  dtk::testing::on_every_rank(1, [](auto& check) { check_grid<TestType>(check, 10, 2, 1, 3); });
+  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 10, 2, 1, 3); });
 }
