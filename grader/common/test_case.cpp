@@ -9,78 +9,29 @@
 
 namespace dtk::grade {
 
-const std::vector<CheckInfo>& all_checks() {
-  static const std::vector<CheckInfo> checks = {
-      {"split_train", CaseKind::layout, false, true, {"x_train blocks", "y_train blocks"}},
-      {"get_info",
-       CaseKind::layout,
-       true,
-       false,
-       {"mp_idx and dp_idx", "mp_comm: members and order", "dp_comm: members and order",
-        "slice widths, naive", "slice widths, Megatron"}},
-      {"naive_collect_forward_input", CaseKind::layout, true, true, {}},
-      {"naive_collect_forward_output", CaseKind::layout, true, true, {}},
-      {"model_training_cost_analysis",
-       CaseKind::config,
-       false,
-       false,
-       {"number of parameters", "TFLOPs", "peak memory", "broken configs: std::runtime_error"}},
-      {"get_optimal_N_D", CaseKind::budget, false, false, {"optimal N", "optimal D"}},
-      {"megatron_collect_forward_input", CaseKind::layout, true, true, {}},
-      {"megatron_collect_forward_output", CaseKind::layout, true, true, {}},
-      {"naive_collect_backward_output", CaseKind::layout, false, true, {}},
-      {"naive_collect_backward_x", CaseKind::layout, true, true, {}},
-      {"megatron_collect_backward_output", CaseKind::layout, false, true, {}},
-      {"megatron_collect_backward_x", CaseKind::layout, true, true, {}},
-      {"collect_weight_grad", CaseKind::layout, true, true, {"grad_w", "grad_b"}},
-      {"my_allreduce", CaseKind::buffer, true, true, {}, true, "MPI_Allreduce"},
-      {"my_allgather", CaseKind::buffer, true, true, {}},
-      {"my_reduce_scatter", CaseKind::buffer, true, true, {}, true},
-      {"my_alltoall", CaseKind::buffer, true, true, {}, false, "MPI_Alltoall"},
-      {"partition_layers",
-       CaseKind::pipeline,
-       false,
-       false,
-       {"a valid partition", "the largest stage as small as possible"}},
-      {"gpipe_clock_cycles", CaseKind::pipeline, false, false, {}},
-      {"gpipe_schedule", CaseKind::pipeline, false, false, {}},
-      {"one_f_one_b_schedule", CaseKind::pipeline, false, false, {}},
-      {"get_pipeline_info",
-       CaseKind::layout,
-       true,
-       false,
-       {"pp_idx", "pp_comm: members and order", "stage_comm: members and order"}},
-      {"zero_memory_per_rank", CaseKind::zero, false, false, {}},
-      {"zero_shard_range", CaseKind::zero, false, false, {}},
-      {"zero1_grad_shard", CaseKind::zero, true, true, {"the shard", "one Allreduce"}},
-      {"zero2_grad_shard", CaseKind::zero, true, true, {"the shard", "one Reduce_scatter"}},
-      {"zero_gather_params", CaseKind::zero, true, true, {"the parameters", "one Allgather"}},
-      {"run_pipeline_schedule",
-       CaseKind::pipeline,
-       true,
-       true,
-       {"the order of forward and backward calls", "activations received", "gradients received"}},
-  };
-  return checks;
-}
-
 const std::vector<std::string>& broken_configs() {
   static const std::vector<std::string> broken = {"missing file", "malformed JSON", "missing key"};
   return broken;
 }
 
-const CheckInfo* find_check(const std::string& function) {
-  for (const CheckInfo& check : all_checks()) {
-    if (function == check.function) return &check;
-  }
-  return nullptr;
+const CheckInfo& TestCase::check() const { return *find_check(function); }
+
+double TestCase::value(const std::string& key, double otherwise) const {
+  const auto found = values.find(key);
+  return found == values.end() ? otherwise : found->second;
 }
 
-const CheckInfo& TestCase::check() const { return *find_check(function); }
+bool TestCase::has_word(const std::string& word) const {
+  for (const std::string& w : words) {
+    if (w == word) return true;
+  }
+  return false;
+}
 
 int TestCase::ranks() const {
   if (!check().collective) return 1;
   const CaseKind kind = check().kind;
+  if (kind == CaseKind::fields) return p;
   if (kind == CaseKind::zero) return dp;
   return kind == CaseKind::buffer || kind == CaseKind::pipeline ? p : mp * dp * pp;
 }
@@ -114,7 +65,7 @@ std::string TestCase::case_text() const {
     if (width > 0) text += " width=" + std::to_string(width);
     return text;
   }
-  if (check().kind != CaseKind::layout) return arg;
+  if (check().kind != CaseKind::layout) return arg;  // config, budget, fields: the text itself
   std::string text = "mp=" + std::to_string(mp) + " dp=" + std::to_string(dp);
   if (pp != 1) text += " pp=" + std::to_string(pp);
   return type.empty() ? text : text + " " + type;
@@ -359,6 +310,44 @@ TestCase parse_config(const CheckInfo& check, const std::string& text) {
   return with_arg(check, text);
 }
 
+// "p=4 float heads=3 zigzag": p=P, the type, and the check's own keys and words, in any order.
+TestCase parse_fields(const CheckInfo& check, const std::string& text) {
+  TestCase test;
+  test.function = check.function;
+  auto declared = [&](const std::string& word) {
+    for (const std::string& w : check.case_words) {
+      if (w == word) return true;
+    }
+    return false;
+  };
+  std::string expected = "p=P";
+  if (check.typed) expected += ", float, double";
+  for (const std::string& w : check.case_words) expected += ", " + w;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    test.arg += (test.arg.empty() ? "" : " ") + token;
+    const Field field = field_of(token);
+    if (field.key == "p") {
+      if (!field.count_in(1, 64))
+        bad_case(check.function, text, "\"" + token + "\" is not a rank count between 1 and 64");
+      test.p = static_cast<int>(*field.number);
+    } else if (check.typed && (token == "float" || token == "double")) {
+      test.type = token;
+    } else if (!field.key.empty() && declared(field.key)) {
+      if (!field.number) bad_case(check.function, text, "\"" + token + "\" needs a number");
+      if (!test.values.emplace(field.key, *field.number).second)
+        bad_case(check.function, text, "gives " + field.key + " twice");
+    } else if (field.key.empty() && declared(token)) {
+      test.words.push_back(token);
+    } else {
+      bad_case(check.function, text, "unknown word \"" + token + "\" (expected " + expected + ")");
+    }
+  }
+  if (check.typed && test.type.empty())
+    bad_case(check.function, text, "says neither float nor double");
+  return test;
+}
+
 }  // namespace
 
 TestCase parse_test_case(const std::string& function, const std::string& case_text) {
@@ -377,6 +366,8 @@ TestCase parse_test_case(const std::string& function, const std::string& case_te
       return parse_pipeline(*check, case_text);
     case CaseKind::zero:
       return parse_zero(*check, case_text);
+    case CaseKind::fields:
+      return parse_fields(*check, case_text);
   }
   bad_case(function, case_text, "unknown kind of check");
 }

@@ -24,39 +24,22 @@
 //   layout   with "pp=P" too for get_pipeline_info: the (mp, dp, pp) grid of mp * dp * pp ranks
 //   zero    "psi=7.5e9 dp=64 [k=12]" or "random [tag]" (9.1: Ψ, N_d and k drawn from the seed),
 //           "numel=10 dp=4 [float|double]" (9.2 to 9.5; the collectives run on dp ranks)
+//   fields  "p=P [float|double] key=value ... word ...": the general form, for checks that need
+//           no syntax of their own: P ranks (default 1), the type (typed checks), and the keys
+//           and words the check declares (CheckInfo::case_words), numbers as values
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "check_registry.hpp"
+
 namespace dtk::grade {
-
-enum class CaseKind { layout, config, budget, buffer, pipeline, zero };
-
-// What the grader and the runner both need to know about a checked function. The runner's
-// code for it registers itself next to that code (DTK_GRADE_CHECK) and the runner refuses to
-// start when a check listed here has no code, or the other way round.
-struct CheckInfo {
-  const char* function;  // the student function, e.g. "get_info"
-  CaseKind kind;
-  bool collective;  // runs on mp * dp (buffer: p) ranks; otherwise one process plays every rank
-  bool typed;       // has a float and a double version (buffer: and an int32 one)
-  // The parts of the result the check records under names of their own ("mp_comm: members and
-  // order"): a rubric item of the same name is judged on that part only (see manifest.hpp).
-  std::vector<std::string> result_parts;
-  bool reduces = false;  // buffer checks: takes an MPI_Op (sum, min or max)
-  // The MPI collective a speed bonus times it against ("" if it cannot be timed).
-  std::string timed_against = "";
-};
 
 // The broken configs of a config check, refused with std::runtime_error.
 const std::vector<std::string>& broken_configs();
-
-// Every function the hidden tests can check.
-const std::vector<CheckInfo>& all_checks();
-// nullptr if no check has that name.
-const CheckInfo* find_check(const std::string& function);
 
 struct TestCase {
   std::string function;
@@ -74,10 +57,15 @@ struct TestCase {
   std::string schedule;    // pipeline checks: "gpipe" or "1f1b"
   double psi = 0, k = 12;  // zero checks: parameters and optimizer bytes per parameter
   std::size_t numel = 0;   // zero checks: the flat vector's length
+  std::map<std::string, double> values;  // fields checks: key=value
+  std::vector<std::string> words;        // fields checks: plain words, in the text's order
 
   const CheckInfo& check() const;
   int ranks() const;  // MPI ranks the test runs on
   bool is_speed() const { return repetitions > 0; }
+  // fields checks: the value of key=value, or `otherwise` when the text has no such key.
+  double value(const std::string& key, double otherwise) const;
+  bool has_word(const std::string& word) const;
   std::string case_text() const;
   std::string id() const { return function + " " + case_text(); }
 };

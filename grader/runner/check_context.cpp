@@ -45,26 +45,14 @@ std::map<std::string, CheckFunction>& registry() {
 
 }  // namespace
 
-CheckRegistration::CheckRegistration(const char* function, CheckFunction code) {
-  registry()[function] = code;
+CheckRegistration::CheckRegistration(CheckInfo info, CheckFunction code) {
+  registry()[info.function] = code;
+  register_check(std::move(info));
 }
 
 CheckFunction check_function(const std::string& function) {
   const auto found = registry().find(function);
   return found == registry().end() ? nullptr : found->second;
-}
-
-std::string registration_problems() {
-  std::string problems;
-  for (const CheckInfo& check : all_checks()) {
-    if (!check_function(check.function))
-      problems += std::string("no code registered for the check of ") + check.function + "\n";
-  }
-  for (const auto& [function, code] : registry()) {
-    if (!find_check(function))
-      problems += "code registered for \"" + function + "\", which all_checks() does not list\n";
-  }
-  return problems;
 }
 
 }  // namespace dtk::grade

@@ -128,17 +128,17 @@ inline void run_typed(CheckContext& context, CheckFunction for_float, CheckFunct
   (context.test.type == "float" ? for_float : for_double)(context);
 }
 
-// Registers the code of the check of `function` (a name in test_case.cpp's all_checks()).
+// Registers a check: what the grader needs to know of it (check_registry.hpp) and its code.
+// Every check is registered once, here in the runner, beside its code:
+//   DTK_GRADE_CHECK(check_get_info, {"get_info", CaseKind::layout, /*collective=*/true, ...});
 struct CheckRegistration {
-  CheckRegistration(const char* function, CheckFunction code);
+  CheckRegistration(CheckInfo info, CheckFunction code);
 };
-#define DTK_GRADE_CHECK(function, code) \
-  static const ::dtk::grade::CheckRegistration registered_##function(#function, code)
+#define DTK_GRADE_CHECK(code, ...)                                \
+  static const ::dtk::grade::CheckRegistration registered_##code( \
+      ::dtk::grade::CheckInfo __VA_ARGS__, code)
 
 // The code of a check, by function name; nullptr if none registered.
 CheckFunction check_function(const std::string& function);
-
-// What does not match between all_checks() and the registered code ("" if all is well).
-std::string registration_problems();
 
 }  // namespace dtk::grade

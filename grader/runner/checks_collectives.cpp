@@ -343,9 +343,27 @@ void check_my_alltoall(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(my_allreduce, check_my_allreduce);
-DTK_GRADE_CHECK(my_allgather, check_my_allgather);
-DTK_GRADE_CHECK(my_reduce_scatter, check_my_reduce_scatter);
-DTK_GRADE_CHECK(my_alltoall, check_my_alltoall);
+DTK_GRADE_CHECK(check_my_allreduce, {"my_allreduce",
+                                     CaseKind::buffer,
+                                     /*collective=*/true,
+                                     /*typed=*/true,
+                                     {},
+                                     /*reduces=*/true,
+                                     /*timed_against=*/"MPI_Allreduce"});
+DTK_GRADE_CHECK(check_my_allgather,
+                {"my_allgather", CaseKind::buffer, /*collective=*/true, /*typed=*/true, {}});
+DTK_GRADE_CHECK(check_my_reduce_scatter, {"my_reduce_scatter",
+                                          CaseKind::buffer,
+                                          /*collective=*/true,
+                                          /*typed=*/true,
+                                          {},
+                                          /*reduces=*/true});
+DTK_GRADE_CHECK(check_my_alltoall, {"my_alltoall",
+                                    CaseKind::buffer,
+                                    /*collective=*/true,
+                                    /*typed=*/true,
+                                    {},
+                                    /*reduces=*/false,
+                                    /*timed_against=*/"MPI_Alltoall"});
 
 }  // namespace dtk::grade

@@ -87,6 +87,12 @@ void check_get_info(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(get_info, check_get_info);
+DTK_GRADE_CHECK(check_get_info,
+                {"get_info",
+                 CaseKind::layout,
+                 /*collective=*/true,
+                 /*typed=*/false,
+                 {"mp_idx and dp_idx", "mp_comm: members and order", "dp_comm: members and order",
+                  "slice widths, naive", "slice widths, Megatron"}});
 
 }  // namespace dtk::grade

@@ -269,11 +269,31 @@ void check_run_pipeline_schedule(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(partition_layers, check_partition_layers);
-DTK_GRADE_CHECK(gpipe_clock_cycles, check_gpipe_clock_cycles);
-DTK_GRADE_CHECK(gpipe_schedule, check_gpipe_schedule);
-DTK_GRADE_CHECK(one_f_one_b_schedule, check_one_f_one_b_schedule);
-DTK_GRADE_CHECK(get_pipeline_info, check_get_pipeline_info);
-DTK_GRADE_CHECK(run_pipeline_schedule, check_run_pipeline_schedule);
+DTK_GRADE_CHECK(check_partition_layers,
+                {"partition_layers",
+                 CaseKind::pipeline,
+                 /*collective=*/false,
+                 /*typed=*/false,
+                 {"a valid partition", "the largest stage as small as possible"}});
+DTK_GRADE_CHECK(
+    check_gpipe_clock_cycles,
+    {"gpipe_clock_cycles", CaseKind::pipeline, /*collective=*/false, /*typed=*/false, {}});
+DTK_GRADE_CHECK(check_gpipe_schedule,
+                {"gpipe_schedule", CaseKind::pipeline, /*collective=*/false, /*typed=*/false, {}});
+DTK_GRADE_CHECK(
+    check_one_f_one_b_schedule,
+    {"one_f_one_b_schedule", CaseKind::pipeline, /*collective=*/false, /*typed=*/false, {}});
+DTK_GRADE_CHECK(check_get_pipeline_info,
+                {"get_pipeline_info",
+                 CaseKind::layout,
+                 /*collective=*/true,
+                 /*typed=*/false,
+                 {"pp_idx", "pp_comm: members and order", "stage_comm: members and order"}});
+DTK_GRADE_CHECK(check_run_pipeline_schedule, {"run_pipeline_schedule",
+                                              CaseKind::pipeline,
+                                              /*collective=*/true,
+                                              /*typed=*/true,
+                                              {"the order of forward and backward calls",
+                                               "activations received", "gradients received"}});
 
 }  // namespace dtk::grade

@@ -181,10 +181,25 @@ void check_zero_gather_params(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(zero_memory_per_rank, check_zero_memory_per_rank);
-DTK_GRADE_CHECK(zero_shard_range, check_zero_shard_range);
-DTK_GRADE_CHECK(zero1_grad_shard, check_zero1_grad_shard);
-DTK_GRADE_CHECK(zero2_grad_shard, check_zero2_grad_shard);
-DTK_GRADE_CHECK(zero_gather_params, check_zero_gather_params);
+DTK_GRADE_CHECK(
+    check_zero_memory_per_rank,
+    {"zero_memory_per_rank", CaseKind::zero, /*collective=*/false, /*typed=*/false, {}});
+DTK_GRADE_CHECK(check_zero_shard_range,
+                {"zero_shard_range", CaseKind::zero, /*collective=*/false, /*typed=*/false, {}});
+DTK_GRADE_CHECK(check_zero1_grad_shard, {"zero1_grad_shard",
+                                         CaseKind::zero,
+                                         /*collective=*/true,
+                                         /*typed=*/true,
+                                         {"the shard", "one Allreduce"}});
+DTK_GRADE_CHECK(check_zero2_grad_shard, {"zero2_grad_shard",
+                                         CaseKind::zero,
+                                         /*collective=*/true,
+                                         /*typed=*/true,
+                                         {"the shard", "one Reduce_scatter"}});
+DTK_GRADE_CHECK(check_zero_gather_params, {"zero_gather_params",
+                                           CaseKind::zero,
+                                           /*collective=*/true,
+                                           /*typed=*/true,
+                                           {"the parameters", "one Allgather"}});
 
 }  // namespace dtk::grade

@@ -6,49 +6,54 @@ namespace dtk::grade {
 
 std::string usage_text(const std::string& assignments) {
   return "usage: dtk-grade SUBMISSION [--assignment N] [--results FILE] [--public-only]\n"
-    "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
-    "                 [--keep-scratch] [--no-sandbox]\n"
-    "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
-    "                 [--similarity] [--assignment N] [--seed N] [--manifest FILE] ...\n"
-    "\n"
-    "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
-    "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
-    "Gradescope's results.json and prints a table.\n"
-    "\n"
-    "  --assignment N     grade assignment N (default 1); this kit's: " + assignments + "\n"
-    "  --results FILE     where to write results.json (default: ./results.json)\n"
-    "  --public-only      run only the cases that mirror the public tests\n"
-    "  --timeout SECONDS  time limit of one group of tests (default: the\n"
-    "                     manifest's timeouts.group_seconds)\n"
-    "  --autolab          also print Autolab's scores as the last line of output\n"
-    "  --seed N           the seed of the random test inputs (default: random; printed)\n"
-    "  --manifest FILE    parts, points and cases (default: the build's copy of\n"
-    "                     grader/manifests/assignment<N>.json); it names its assignment\n"
-    "  --keep-scratch     keep the scratch directory (its path is printed)\n"
-    "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
-    "                     root): the submission can then read whatever you can, the\n"
-    "                     reference and the expected outputs included; trusted code only\n"
-    "\n"
-    "A whole class: --batch DIR grades every hand-in under DIR, one sub-directory or .tar per\n"
-    "student (or Gradescope's \"Export Submissions\" folder, with its\n"
-    "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
-    "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
-    "  --out DIR          <DIR>/<student>/results.json and output.txt, gradebook.csv and\n"
-    "                     summary.html (default: the hand-ins' directory name + \"-graded\")\n"
-    "  --gradebook FILE   the gradebook CSV elsewhere (default: <out>/gradebook.csv)\n"
-    "  --regrade          grade every hand-in again (by default an interrupted batch goes\n"
-    "                     on where it stopped, keeping what it graded)\n"
-    "  --similarity       also list the most similar pairs of hand-ins per student file in\n"
-    "                     summary.html (sim_c++, the starter's own lines left out), each\n"
-    "                     with a side-by-side page\n"
-    "  --list             print the hand-ins found, one \"student<TAB>path\" per line, and\n"
-    "                     fix the batch's seed; grade nothing\n"
-    "  --task K           grade hand-in K (0-based, in --list's order) only: one task of a\n"
-    "                     job array (scripts/grade-class-slurm.sh); run --list first\n"
-    "\n"
-    "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
-    "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
-    "grading failed.\n";
+         "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
+         "                 [--keep-scratch] [--no-sandbox]\n"
+         "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
+         "                 [--similarity] [--assignment N] [--seed N] [--manifest FILE] ...\n"
+         "\n"
+         "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
+         "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
+         "Gradescope's results.json and prints a table.\n"
+         "\n"
+         "  --assignment N     grade assignment N (default 1); this kit's: " +
+         assignments +
+         "\n"
+         "  --results FILE     where to write results.json (default: ./results.json)\n"
+         "  --public-only      run only the cases that mirror the public tests\n"
+         "  --timeout SECONDS  time limit of one group of tests (default: the\n"
+         "                     manifest's timeouts.group_seconds)\n"
+         "  --autolab          also print Autolab's scores as the last line of output\n"
+         "  --seed N           the seed of the random test inputs (default: random; printed)\n"
+         "  --manifest FILE    parts, points and cases (default: the build's copy of\n"
+         "                     grader/manifests/assignment<N>.json); it names its assignment\n"
+         "  --keep-scratch     keep the scratch directory (its path is printed)\n"
+         "  --list-checks      print every hidden check with its part, kind of case, ranks and\n"
+         "                     rubric items (from the kit's manifests), and grade nothing\n"
+         "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
+         "                     root): the submission can then read whatever you can, the\n"
+         "                     reference and the expected outputs included; trusted code only\n"
+         "\n"
+         "A whole class: --batch DIR grades every hand-in under DIR, one sub-directory or .tar "
+         "per\n"
+         "student (or Gradescope's \"Export Submissions\" folder, with its\n"
+         "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
+         "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
+         "  --out DIR          <DIR>/<student>/results.json and output.txt, gradebook.csv and\n"
+         "                     summary.html (default: the hand-ins' directory name + \"-graded\")\n"
+         "  --gradebook FILE   the gradebook CSV elsewhere (default: <out>/gradebook.csv)\n"
+         "  --regrade          grade every hand-in again (by default an interrupted batch goes\n"
+         "                     on where it stopped, keeping what it graded)\n"
+         "  --similarity       also list the most similar pairs of hand-ins per student file in\n"
+         "                     summary.html (sim_c++, the starter's own lines left out), each\n"
+         "                     with a side-by-side page\n"
+         "  --list             print the hand-ins found, one \"student<TAB>path\" per line, and\n"
+         "                     fix the batch's seed; grade nothing\n"
+         "  --task K           grade hand-in K (0-based, in --list's order) only: one task of a\n"
+         "                     job array (scripts/grade-class-slurm.sh); run --list first\n"
+         "\n"
+         "Exit status: 0 when grading completed (whatever the score), 2 for bad usage, 1 when the\n"
+         "grader itself could not run (kit not built, bad manifest) or, in a batch, when a\n"
+         "grading failed.\n";
 }
 
 namespace {
@@ -85,6 +90,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.autolab = true;
     } else if (arg == "--keep-scratch") {
       options.keep_scratch = true;
+    } else if (arg == "--list-checks") {
+      options.list_checks = true;
     } else if (arg == "--no-sandbox") {
       options.no_sandbox = true;
     } else if (arg == "--timeout") {
@@ -124,6 +131,11 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       throw UsageError("one SUBMISSION at a time (got \"" + options.submission + "\" and \"" + arg +
                        "\")");
     }
+  }
+  if (options.list_checks) {
+    if (!options.submission.empty() || !options.batch.empty())
+      throw UsageError("--list-checks grades nothing: give no SUBMISSION or --batch with it");
+    return options;
   }
   const bool batch_only = options.jobs != 1 || !options.out.empty() || !options.gradebook.empty() ||
                           options.regrade || options.similarity;

@@ -1,5 +1,5 @@
-// dtk-grade: grades one submission of a dtk assignment, or a class of them. See cli.cpp for the usage and
-// README.md (Grading) for what it checks and how.
+// dtk-grade: grades one submission of a dtk assignment, or a class of them. See cli.cpp for the
+// usage and README.md (Grading) for what it checks and how.
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <random>
 
 #include "batch.hpp"
+#include "check_list.hpp"
 #include "cli.hpp"
 #include "grading.hpp"
 #include "text.hpp"
@@ -122,6 +123,15 @@ int run(int argc, char** argv) {
     if (!options) {
       std::cout << usage_text(assignments_help());
       return 0;
+    }
+    if (options->list_checks) {
+      try {
+        print_check_list(load_toolchain(DTK_GRADE_DATA_DIR), std::cout);
+        return 0;
+      } catch (const std::exception& error) {
+        std::cerr << "dtk-grade: " << error.what() << "\n";
+        return 1;
+      }
     }
     const std::string& input = options->batch.empty() ? options->submission : options->batch;
     if (!std::filesystem::exists(input)) throw UsageError("no such file or directory: " + input);

@@ -1,5 +1,6 @@
 #include "manifest.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -197,17 +198,61 @@ SpeedBonus read_speed_bonus(const json& object, const std::string& where, const 
   return bonus;
 }
 
-}  // namespace
-
-Manifest load_manifest(const std::string& path) {
+json read_json(const std::string& path) {
   std::ifstream file(path);
   if (!file) throw ManifestError(path + ": cannot be read");
-  json root;
   try {
-    root = json::parse(file);
+    return json::parse(file);
   } catch (const json::parse_error& error) {
     throw ManifestError(path + ": not valid JSON: " + error.what());
   }
+}
+
+// A manifest with the file it includes ("include": a path relative to the manifest's directory,
+// e.g. the kit's common.json) merged in: the keys of both, each defined once, and the file each
+// top-level key comes from (for the messages).
+struct MergedManifest {
+  json root;
+  std::map<std::string, std::string> file_of;
+};
+
+MergedManifest read_merged(const std::string& path) {
+  MergedManifest merged{read_json(path), {}};
+  if (!merged.root.is_object()) throw ManifestError(path + ": must be a JSON object");
+  for (const auto& [key, value] : merged.root.items()) merged.file_of[key] = path;
+  if (!merged.root.contains("include")) return merged;
+  const json& include = merged.root["include"];
+  if (!include.is_string() || include.get<std::string>().empty())
+    throw ManifestError(path + ": \"include\" must name a file, e.g. \"common.json\"");
+  const std::filesystem::path named = include.get<std::string>();
+  const std::string included =
+      (named.is_absolute() ? named : std::filesystem::path(path).parent_path() / named).string();
+  const json base = read_json(included);
+  if (!base.is_object()) throw ManifestError(included + ": must be a JSON object");
+  for (const auto& [key, value] : base.items()) {
+    if (key == "include") throw ManifestError(included + ": an included file includes no other");
+    if (key == "about") continue;  // each file says what it is
+    if (merged.root.contains(key)) {
+      throw ManifestError("\"" + key + "\" is defined in both " + path + " and " + included +
+                          ": keep one");
+    }
+    merged.root[key] = value;
+    merged.file_of[key] = included;
+  }
+  merged.root.erase("include");
+  return merged;
+}
+
+}  // namespace
+
+Manifest load_manifest(const std::string& path) {
+  const MergedManifest merged = read_merged(path);
+  const json& root = merged.root;
+  // Where a key's value is: its file, for the messages.
+  auto in = [&](const std::string& key) {
+    const auto found = merged.file_of.find(key);
+    return (found == merged.file_of.end() ? path : found->second) + ", " + key;
+  };
   const Reader top(root, path,
                    {"about", "assignment", "max_ranks", "timeouts", "limits", "tolerances",
                     "visibility", "allowed_mpi", "allowed_communicator", "forbidden_symbols",
@@ -221,12 +266,12 @@ Manifest load_manifest(const std::string& path) {
   if (!visibilities.count(manifest.visibility)) {
     top.fail("\"visibility\" must be visible, hidden, after_due_date or after_published");
   }
-  const Reader t(top.get("timeouts"), path + ", timeouts",
+  const Reader t(top.get("timeouts"), in("timeouts"),
                  {"group_seconds", "test_seconds", "compile_seconds"});
   manifest.group_seconds = t.required_positive("group_seconds");
   manifest.test_seconds = t.required_positive("test_seconds");
   manifest.compile_seconds = t.required_positive("compile_seconds");
-  const Reader l(top.get("limits"), path + ", limits",
+  const Reader l(top.get("limits"), in("limits"),
                  {"address_space_mb", "file_size_mb", "processes", "output_kb", "total_memory_mb",
                   "disk_mb", "compiler_address_space_mb", "compilers_at_once", "audit_output_mb"});
   manifest.address_space_mb = l.required_positive("address_space_mb");
@@ -238,7 +283,7 @@ Manifest load_manifest(const std::string& path) {
   manifest.compiler_address_space_mb = l.required_positive("compiler_address_space_mb");
   manifest.compilers_at_once = l.required_positive("compilers_at_once");
   manifest.audit_output_mb = l.required_positive("audit_output_mb");
-  const Reader tol(top.get("tolerances"), path + ", tolerances", {"float", "double", "real"});
+  const Reader tol(top.get("tolerances"), in("tolerances"), {"float", "double", "real"});
   manifest.float_rtol = tol.required_fraction("float");
   manifest.double_rtol = tol.required_fraction("double");
   manifest.real_rtol = tol.required_fraction("real");

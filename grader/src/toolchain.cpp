@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check_registry.hpp"
+
 namespace dtk::grade {
 
 namespace {
@@ -63,6 +65,7 @@ Toolchain load_toolchain(const std::string& data_dir) {
   } catch (const std::exception& error) {
     throw std::runtime_error(path + " is malformed (" + error.what() + "): rebuild the kit");
   }
+  load_checks_json(data_dir + "/checks.json");  // the hidden checks the runner registers
   toolchain.configs_dir = data_dir + "/configs";
   toolchain.manifests_dir = data_dir + "/manifests";
   for (const auto& [file_name, object] : toolchain.starter_objects) {

@@ -17,23 +17,45 @@ using nlohmann::json;
 
 namespace {
 
-json kit_manifest(const char* path = DTK_KIT_MANIFEST) {
+const std::string kKitManifests = DTK_KIT_MANIFESTS_DIR;
+const std::string kKitManifest = kKitManifests + "/assignment1.json";
+const std::string kKitManifest2 = kKitManifests + "/assignment2.json";
+
+json read_json(const std::string& path) {
   std::ifstream file(path);
   REQUIRE(file);
   return json::parse(file);
 }
 
+// A kit manifest with what it includes merged in: one self-contained manifest to change.
+json kit_manifest(const std::string& path = kKitManifest) {
+  json manifest = read_json(path);
+  if (manifest.contains("include")) {
+    const json base = read_json(kKitManifests + "/" + manifest["include"].get<std::string>());
+    for (const auto& [key, value] : base.items()) {
+      if (key != "about") manifest[key] = value;
+    }
+    manifest.erase("include");
+  }
+  return manifest;
+}
+
+// A scratch directory, removed with it.
+struct ScratchDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("dtk_unit_manifest_" + std::to_string(getpid()));
+  ScratchDir() { std::filesystem::create_directories(path); }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
 // Writes `text` to a scratch file and loads it as a manifest.
 Manifest load_text(const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dtk_unit_manifest_" + std::to_string(getpid()) + ".json"))
-                               .string();
-  { std::ofstream(path) << text; }
-  struct Remove {
-    std::string path;
-    ~Remove() { std::filesystem::remove(path); }
-  } remove{path};
-  return load_manifest(path);
+  const ScratchDir scratch;
+  return load_manifest(scratch.write("manifest.json", text));
 }
 
 Manifest load_json(const json& manifest) { return load_text(manifest.dump()); }
@@ -42,7 +64,7 @@ Manifest load_json(const json& manifest) { return load_text(manifest.dump()); }
 
 TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[manifest]") {
   const json source = kit_manifest();
-  const Manifest manifest = load_manifest(DTK_KIT_MANIFEST);
+  const Manifest manifest = load_manifest(kKitManifest);
   CHECK(manifest.test_seconds == source["timeouts"]["test_seconds"].get<int>());
   CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
   CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
@@ -67,7 +89,7 @@ TEST_CASE("a limit changed in the manifest is the limit used", "[manifest]") {
 }
 
 TEST_CASE("assignment 2's manifest: Part 7's own rules and its speed bonus", "[manifest]") {
-  const Manifest manifest = load_manifest(DTK_KIT_MANIFEST_2);
+  const Manifest manifest = load_manifest(kKitManifest2);
   CHECK(manifest.assignment == 2);
   CHECK(manifest.forbidden_call_costs == "function");
   REQUIRE(manifest.parts.size() >= 1);
@@ -86,19 +108,42 @@ TEST_CASE("assignment 2's manifest: Part 7's own rules and its speed bonus", "[m
 }
 
 TEST_CASE("a speed bonus is checked like the rest", "[manifest]") {
-  json manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  json manifest = kit_manifest(kKitManifest2);
   manifest["parts"][0]["speed_bonus"]["functions"] = {"my_allgather"};
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"my_allgather\" cannot be timed"));
-  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest = kit_manifest(kKitManifest2);
   std::swap(manifest["parts"][0]["speed_bonus"]["tiers"][0],
             manifest["parts"][0]["speed_bonus"]["tiers"][1]);
   CHECK_THROWS_WITH(load_json(manifest), Contains("best first"));
-  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest = kit_manifest(kKitManifest2);
   manifest["parts"][0]["speed_bonus"]["ranks"] = 1;
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"ranks\" must be at least 2"));
-  manifest = kit_manifest(DTK_KIT_MANIFEST_2);
+  manifest = kit_manifest(kKitManifest2);
   manifest["forbidden_call_costs"] = "test";
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"forbidden_call_costs\" must be"));
+}
+
+TEST_CASE("a manifest includes the shared base once: a key defined twice is refused", "[manifest]") {
+  const ScratchDir scratch;
+  json base = read_json(kKitManifests + "/common.json");
+  scratch.write("common.json", base.dump());
+  json own = read_json(kKitManifest);
+  CHECK(load_manifest(scratch.write("own.json", own.dump())).max_ranks == base["max_ranks"]);
+
+  own["limits"] = base["limits"];
+  const std::string twice = scratch.write("twice.json", own.dump());
+  CHECK_THROWS_WITH(load_manifest(twice), Contains("\"limits\" is defined in both " + twice) &&
+                                              Contains("common.json: keep one"));
+
+  own = read_json(kKitManifest);
+  own["include"] = "elsewhere.json";
+  CHECK_THROWS_WITH(load_manifest(scratch.write("missing.json", own.dump())),
+                    Contains("elsewhere.json: cannot be read"));
+
+  base["include"] = "other.json";
+  scratch.write("common.json", base.dump());
+  CHECK_THROWS_WITH(load_manifest(scratch.write("nested.json", read_json(kKitManifest).dump())),
+                    Contains("common.json: an included file includes no other"));
 }
 
 TEST_CASE("every limit is required: the C++ holds no default", "[manifest]") {

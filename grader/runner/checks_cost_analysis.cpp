@@ -156,7 +156,17 @@ void check_get_optimal_N_D(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(model_training_cost_analysis, check_model_training_cost_analysis);
-DTK_GRADE_CHECK(get_optimal_N_D, check_get_optimal_N_D);
+DTK_GRADE_CHECK(check_model_training_cost_analysis,
+                {"model_training_cost_analysis",
+                 CaseKind::config,
+                 /*collective=*/false,
+                 /*typed=*/false,
+                 {"number of parameters", "TFLOPs", "peak memory",
+                  "broken configs: std::runtime_error"}});
+DTK_GRADE_CHECK(check_get_optimal_N_D, {"get_optimal_N_D",
+                                        CaseKind::budget,
+                                        /*collective=*/false,
+                                        /*typed=*/false,
+                                        {"optimal N", "optimal D"}});
 
 }  // namespace dtk::grade

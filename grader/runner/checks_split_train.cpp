@@ -53,6 +53,10 @@ void check_split_train(CheckContext& context) {
 
 }  // namespace
 
-DTK_GRADE_CHECK(split_train, check_split_train);
+DTK_GRADE_CHECK(check_split_train, {"split_train",
+                                    CaseKind::layout,
+                                    /*collective=*/false,
+                                    /*typed=*/true,
+                                    {"x_train blocks", "y_train blocks"}});
 
 }  // namespace dtk::grade
