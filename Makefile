@@ -4,6 +4,7 @@
 #   make              build everything (build/)
 #   make test         build, then run every test of the kit (ctest)
 #   make grade        grade solutions/ with the hidden tests (dtk-grade; full marks expected)
+#   make unit-tests   build and run the grader's unit tests only (what CI runs first)
 #   make handin.tar [ASSIGNMENT=2]   pack an assignment's student files of starter/ into handin.tar
 #   make release [ASSIGNMENT=2]      write an assignment's student bundle: dist/dtk-student.tar.gz,
 #                     dist/dtk-student-assignment2.tar.gz (scripts/make-release.sh)
@@ -29,6 +30,13 @@ include make/student.mk
 grade: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk-grade
 	$(BUILD_DIR)/dtk-grade solutions --results $(BUILD_DIR)/grade-results.json
+
+# The grader's unit tests only (its parsers, manifests and judge; under a second once built):
+# what .ci/run runs before the whole suite, so that a parser bug fails in minutes, not after all.
+.PHONY: unit-tests
+unit-tests: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk_grade_unit_tests
+	$(BUILD_DIR)/grader/dtk_grade_unit_tests
 
 # An assignment's student bundle (ASSIGNMENT, default 1): starter, public tests, handout, figs;
 # no solutions, no hidden tests. Always repacked, from the tree as it is now.

@@ -73,7 +73,9 @@ std::string assignments_help() {
         std::vector<int> parts = manifest.disabled_parts;
         for (const Part& part : manifest.parts) parts.push_back(part.number);
         const auto [first, last] = std::minmax_element(parts.begin(), parts.end());
-        if (first != parts.end())
+        if (first != parts.end() && *first == *last)
+          text += " (Part " + std::to_string(*first) + ")";
+        if (first != parts.end() && *first != *last)
           text += " (Parts " + std::to_string(*first) + "-" + std::to_string(*last) + ")";
       } catch (const std::exception&) {
         text += " (its manifest does not load: grade it to see why)";

@@ -45,3 +45,9 @@ add_test(NAME kit_release_bundle_without_part6
                  --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> 1 6)
 set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 PROCESSORS 2
                                                                  LABELS release)
+
+# An assignment is a unit: a throw-away one, added to a copy of the kit as its own files only,
+# builds, releases, packs and grades (about two minutes: the copy's build mostly hits ccache).
+add_test(NAME kit_new_assignment
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_new_assignment.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(kit_new_assignment PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)

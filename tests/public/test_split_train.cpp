@@ -44,7 +44,8 @@ void check_grid(dtk::testing::Checks& check, int rows, int cols, int mp_size, in
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: mp_size=2, dp_size=4 on 16 rows", "[part1]", float,
                    double) {
-  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 16, 3, 2, 4); });
+  dtk::testing::on_every_rank(kRanks,
+                              [](auto& check) { check_grid<TestType>(check, 16, 3, 2, 4); });
 }
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: one replica keeps every row", "[part1]", float, double) {
@@ -56,10 +57,12 @@ TEMPLATE_TEST_CASE("Part 1 | split_train: one replica keeps every row", "[part1]
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: the ranks of one replica share its block", "[part1]",
                    float, double) {
-  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 12, 5, 4, 2); });
+  dtk::testing::on_every_rank(kRanks,
+                              [](auto& check) { check_grid<TestType>(check, 12, 5, 4, 2); });
 }
 
 TEMPLATE_TEST_CASE("Part 1 | split_train: leftover rows are dropped (10 rows, dp_size=3)",
                    "[part1]", float, double) {
-  dtk::testing::on_every_rank(kRanks, [](auto& check) { check_grid<TestType>(check, 10, 2, 1, 3); });
+  dtk::testing::on_every_rank(kRanks,
+                              [](auto& check) { check_grid<TestType>(check, 10, 2, 1, 3); });
 }

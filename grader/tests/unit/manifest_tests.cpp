@@ -42,8 +42,8 @@ json kit_manifest(const std::string& path = kKitManifest) {
 
 // A scratch directory, removed with it.
 struct ScratchDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("dtk_unit_manifest_" + std::to_string(getpid()));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dtk_unit_manifest_" + std::to_string(getpid()));
   ScratchDir() { std::filesystem::create_directories(path); }
   ~ScratchDir() { std::filesystem::remove_all(path); }
   std::string write(const std::string& name, const std::string& text) const {
@@ -123,7 +123,8 @@ TEST_CASE("a speed bonus is checked like the rest", "[manifest]") {
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"forbidden_call_costs\" must be"));
 }
 
-TEST_CASE("a manifest includes the shared base once: a key defined twice is refused", "[manifest]") {
+TEST_CASE("a manifest includes the shared base once: a key defined twice is refused",
+          "[manifest]") {
   const ScratchDir scratch;
   json base = read_json(kKitManifests + "/common.json");
   scratch.write("common.json", base.dump());

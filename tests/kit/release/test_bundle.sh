@@ -2,13 +2,14 @@
 # Kit self-test of an assignment's student bundle, end to end, as a student and then the grader
 # meet it:
 #   1. `scripts/make-release.sh` packs it; it unpacks into an empty directory, one top directory;
-#   2. it holds what students need, nothing of the other assignment (student files, public
+#   2. it holds what students need, nothing of the other assignments (student files, public
 #      tests, programs, handout sections) and no solution code or hidden test;
 #   3. its `make` builds it;
 #   4. its `make test` fails, every public test with NotImplemented (the stubs);
 #   5. with the reference files copied in, `make test` passes;
-#   6. its unified_train trains with its own assignment's trainer and refuses the other's flags
-#      with a message;
+#   6. its programs run (tests/kit/release/bundle_programs_assignment<N>.sh, where the
+#      assignment has one: unified_train trains with its own assignment's trainer and refuses the
+#      other's flags with a message);
 #   7. its `make handin.tar` packs its student files, and dtk-grade gives full marks.
 # With parts to disable, it does all this for a course that does not assign them (a scratch copy
 # of the manifest with "enabled": false): their stubs, public tests and handout sections must be
@@ -132,8 +133,17 @@ done
 for path in $left_out; do
   [ ! -e "$bundle/$path" ] || fail "the bundle holds $path, which only a disabled part needs"
 done
-other_heading=$([ "$assignment" = 1 ] && echo '^# Assignment 2' || echo '^## Part 1: splitting the data')
-grep -q "$other_heading" "$bundle/handout.md" && fail "the bundle's handout.md holds the other assignment's sections"
+# The other assignments' sections: a heading only another assignment's handout has must not be
+# in this one.
+headings() { awk -v assignment="$1" -f "$root/scripts/select-parts.awk" "$root/handout.md" | grep '^#' | sort -u; }
+ours=$(headings "$assignment")
+for other in $("$root/scripts/list-assignments.sh" "$root"); do
+  [ "$other" != "$assignment" ] || continue
+  while IFS= read -r heading; do
+    [ -z "$heading" ] || ! grep -qxF "$heading" "$bundle/handout.md" ||
+      fail "the bundle's handout.md holds assignment $other's section \"$heading\""
+  done < <(comm -23 <(headings "$other") <(echo "$ours"))
+done
 for svg in "$bundle"/figs/*.svg; do
   grep -q "figs/$(basename "$svg")" "$bundle/handout.md" || fail "figs/$(basename "$svg") ships but the handout never shows it"
 done
@@ -178,21 +188,13 @@ done
 logged reference.log make -C "$bundle" test || { show reference.log 60; fail "the public tests fail on the reference"; }
 grep -E 'tests passed' "$work/reference.log" | sed 's/^/    /'
 
-step "training with the bundle's unified_train: its own assignment's trainer, and a message for the other's"
-train() { mpirun --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
-if [ "$assignment" = 1 ]; then
-  works=(--mp_size 2 --dp_size 1) refused=(--pp_size 2) says="belongs to assignment 2"
-else
-  works=(--pp_size 2 --hidden 64,64 --microbatches 2) refused=(--mp_size 2 --pp_size 1)
-  says="which this build does not hold"
+# An assignment's programs, tried in its bundle: tests/kit/release/bundle_programs_assignment<N>.sh
+# (if any) defines try_bundle_programs, run with the built bundle as a student would.
+programs_check=$root/tests/kit/release/bundle_programs_assignment$assignment.sh
+if [ -f "$programs_check" ]; then
+  source "$programs_check"
+  try_bundle_programs "$bundle"
 fi
-logged train.log train "${works[@]}" || { show train.log; fail "unified_train ${works[*]} failed in the bundle"; }
-grep 'Test accuracy' "$work/train.log" | sed 's/^/    /'
-if logged refused.log train "${refused[@]}" || ! grep -q "$says" "$work/refused.log"; then
-  show refused.log
-  fail "unified_train ${refused[*]} should stop with '... $says'"
-fi
-grep 'unified_train:' "$work/refused.log" | sed 's/^/    /'
 
 step "packing handin.tar with its make handin.tar"
 logged handin.log make -C "$bundle" handin.tar || { show handin.log; fail "make handin.tar failed"; }
