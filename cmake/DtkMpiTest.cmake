@@ -14,3 +14,17 @@ function(dtk_add_mpi_test)
            COMMAND ${MPIEXEC_EXECUTABLE} ${DTK_MPIRUN_FLAGS} -n ${ARG_RANKS} ${ARG_COMMAND})
   set_tests_properties(${ARG_NAME} PROPERTIES PROCESSORS ${ARG_RANKS})
 endfunction()
+
+# dtk_label_fast_tests(): labels `fast` every test of the current directory that has no label
+# yet. The kit's long tests carry a label of their own (`release`, `class-scale`, ...) where
+# they are registered; everything else runs in seconds, so `ctest -L fast` is a developer's
+# edit loop (README, Tests). Call it once, after the directory's last test.
+function(dtk_label_fast_tests)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(test IN LISTS tests)
+    get_test_property(${test} LABELS labels)
+    if(NOT labels)
+      set_tests_properties(${test} PROPERTIES LABELS fast)
+    endif()
+  endforeach()
+endfunction()
