@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
+#include "files.hpp"
 #include "text.hpp"
 
 namespace dtk::grade {
@@ -158,9 +158,7 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
     page += "</table>\n";
   }
   page += "</body></html>\n";
-  std::ofstream file(path, std::ios::trunc);
-  file << page;
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+  write_file(path, page, 0600);  // the course staff's only, like the whole batch
 }
 
 }  // namespace dtk::grade
