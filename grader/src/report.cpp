@@ -51,6 +51,13 @@ void write_results_json(const Report& report, const std::string& path) {
   nlohmann::json results = {{"score", rounded(report.score() + report.bonus)},
                             {"execution_time", rounded(report.execution_time)},
                             {"output", shown_text(report.output)},
+                            // Our feedback is plain text laid out with newlines and indentation
+                            // (expected and actual values aligned): shown as text, never read
+                            // as Markdown or HTML, where `*`, `_`, `<` and indentation mean
+                            // something else.
+                            {"output_format", "text"},
+                            {"test_output_format", "text"},
+                            {"test_name_format", "text"},
                             {"visibility", report.visibility},
                             {"stdout_visibility", "hidden"},
                             {"tests", tests}};
