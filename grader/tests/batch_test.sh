@@ -169,7 +169,7 @@ std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>> split_train(
 END
 "$grade" --batch "$similar" --similarity --public-only --seed 7 "${args[@]}" > "$work/similar.log" 2>&1 ||
   { cat "$work/similar.log"; fail "--similarity failed"; }
-pairs=$(sed -n 's|.*<tr><td>\([^<]*\)</td><td>\([^<]*\)</td><td>\([0-9]*\) %</td>.*|\1: \2 \3|p' "$work/similar-graded/summary.html")
+pairs=$(sed -n 's|.*<tr><td>\([^<]*\)</td><td>\([^<]*\)</td><td[^>]*>\([0-9]*\) %</td>.*|\1: \2 \3|p' "$work/similar-graded/summary.html")
 echo "$pairs" | sed 's/^/    /'
 [ "$(echo "$pairs" | grep '^model/func_impl.cpp' | head -1 | cut -d' ' -f2-4)" = "ada and bob" ] ||
   fail "the renamed and reordered copy is not the top pair of model/func_impl.cpp"
@@ -178,7 +178,7 @@ if echo "$pairs" | grep -q "^data/data_parallel_preprocess.cpp: .*cyd"; then
 fi
 # summary_link PAGE A B: the side-by-side page the summary links for students A and B.
 summary_link() {
-  sed -n "s|.*<td>$2 and $3</td><td>[0-9]* %</td><td><a href='\([^']*\)'>.*|\1|p" "$1" | head -1
+  sed -n "s|.*<td>$2 and $3</td><td[^>]*>[0-9]* %</td><td[^>]*><a href='\([^']*\)'>.*|\1|p" "$1" | head -1
 }
 view=$(summary_link "$work/similar-graded/summary.html" ada bob)
 [ -n "$view" ] && grep -q "<h2>ada</h2>" "$work/similar-graded/$view" &&
