@@ -19,9 +19,11 @@
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
 # graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity),
 # zip packs Gradescope's autograder, Slurm with munge runs the cluster-grading test, and
-# python3 reads JSON in the class-scale tests, and ccache lets the tests that build whole trees
+# python3 reads JSON in the class-scale tests, chromium looks at the summary page, feedback and
+# figures as a reader's browser shows them, and ccache lets the tests that build whole trees
 # (bundles, autograders) reuse the kit's own build.
-EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge ccache
+EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge \
+                  chromium ccache
 
 include make/student.mk
 

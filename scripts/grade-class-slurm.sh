@@ -39,6 +39,7 @@ done
 command -v sbatch > /dev/null || { echo "grade-class-slurm: sbatch not found: is this a Slurm login node?" >&2; exit 1; }
 handins=$(cd "$handins" && pwd)
 out=${out:-$handins-graded}
+umask 077  # a class's results and logs are the course staff's only, as dtk-grade keeps them
 mkdir -p "$out/slurm"
 out=$(cd "$out" && pwd)
 
@@ -50,7 +51,7 @@ count=$(wc -l < "$out/slurm/hand-ins.tsv")
 tasks=""
 index=0
 while IFS=$'\t' read -r student path; do
-  [ -f "$out/$student/graded.json" ] || tasks+="${tasks:+,}$index"
+  [ -f "$out/students/$student/graded.json" ] || tasks+="${tasks:+,}$index"
   index=$((index + 1))
 done < "$out/slurm/hand-ins.tsv"
 

@@ -1,10 +1,11 @@
 // dtk-grade-runner: runs hidden test cases and writes what it finds, one file per rank.
 //
-//   mpirun -n N dtk-grade-runner --seed S --out DIR --configs DIR --work DIR
-//                                --test-seconds T [--allowed-mpi FUNCTION=CALL,...]...
-//                                TEST_ID...
+//   mpirun -n N dtk-grade-runner --out DIR --configs DIR --work DIR --test-seconds T
+//                                [--allowed-mpi FUNCTION=CALL,...]... TEST_ID...
 //   dtk-grade-runner --write-checks FILE   (the build: checks.json, see check_registry.hpp)
 //
+// DIR/key, which dtk-grade writes, holds the launch's record key and the seed (never in argv,
+// which the code under test could read); it is deleted before any test runs.
 // It only evaluates: for each test it builds the inputs from (seed, test id), calls the one
 // student function under test and records the outputs in DIR/rank<R>.out. Each rank works in
 // its own directory, <work>/rank<R> (its current directory: files a check writes go there). It
@@ -52,9 +53,7 @@ Options parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
-    if (arg == "--seed" && has_value) {
-      options.seed = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--out" && has_value) {
+    if (arg == "--out" && has_value) {
       options.out_dir = argv[++i];
     } else if (arg == "--configs" && has_value) {
       options.configs_dir = argv[++i];
@@ -188,18 +187,22 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   MPI_Comm_free(&test_comm);
 }
 
-// The key of this launch's record hashes, from <out>/key, which the grader wrote. Once every
-// rank has it, rank 0 deletes the file: no student code has run yet.
-std::string read_launch_key(const std::string& out_dir, int rank) {
+// The key of this launch's record hashes and the seed, from <out>/key, which the grader wrote
+// ("<32 hex digits>\n<seed>\n"). Once every rank has them, rank 0 deletes the file: no student
+// code has run yet.
+std::string read_launch_file(const std::string& out_dir, int rank, std::uint64_t& seed) {
   const std::string path = out_dir + "/key";
-  char key[33] = {};
+  char text[64] = {};
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  const bool read_all = fd >= 0 && read(fd, key, 32) == 32;
+  const ssize_t size = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
   if (fd >= 0) close(fd);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) unlink(path.c_str());
-  if (!read_all) throw std::runtime_error("cannot read the launch's key " + path);
-  return key;
+  char* end = nullptr;
+  if (size > 33 && text[32] == '\n') seed = std::strtoull(text + 33, &end, 10);
+  if (end == nullptr || *end != '\n')
+    throw std::runtime_error("cannot read the launch's file " + path);
+  return std::string(text, 32);
 }
 
 // "xt::xtensor<...> dtk::f<double>(xt::... const&, int)" -> "dtk::f<double>".
@@ -262,7 +265,8 @@ int main(int argc, char** argv) {
   Options rank_options = options;
   rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);
   try {
-    writer = std::make_unique<RecordWriter>(path, read_launch_key(options.out_dir, rank));
+    writer = std::make_unique<RecordWriter>(
+        path, read_launch_file(options.out_dir, rank, rank_options.seed));
     if ((mkdir(rank_options.work_dir.c_str(), 0700) != 0 && errno != EEXIST) ||
         chdir(rank_options.work_dir.c_str()) != 0) {
       throw std::runtime_error("cannot enter " + rank_options.work_dir + ": " +

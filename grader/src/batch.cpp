@@ -1,6 +1,6 @@
 #include "batch.hpp"
 
-#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "files.hpp"
 #include "hand_ins.hpp"
 #include "similarity.hpp"
 #include "summary_page.hpp"
@@ -39,10 +40,13 @@ json read_json(const std::string& path) {
   }
 }
 
+// Everything a batch writes is for the course staff only (README, Grading a whole class).
+void write_private_file(const std::string& path, const std::string& content) {
+  write_file(path, content, 0600);
+}
+
 void write_json(const std::string& path, const json& value) {
-  std::ofstream file(path, std::ios::trunc);
-  file << value.dump(2) << "\n";
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+  write_private_file(path, value.dump(2) + "\n");
 }
 
 // The seed of the batch: the one its first run chose (kept in <out>/batch.json), so that a
@@ -78,20 +82,30 @@ std::string expected_cache(const std::string& out) {
   return dir;
 }
 
-// The command grading one hand-in: this very program, one submission, the batch's options.
+// Where one student's results go: a directory of its own under <out>/students/, so that no
+// student name (a Gradescope id may be "gradebook.csv") can be one of the batch's own files.
+std::string student_dir(const std::string& out, const HandIn& hand_in) {
+  return out + "/students/" + hand_in.student;
+}
+
+// The command grading one hand-in: this very program, one submission, the batch's options. The
+// class's hand-ins and results are private to the grading: hidden from its sandbox, or, where
+// they cannot be hidden and the sandbox could read them, the grading refuses.
 std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
-                                         const std::string& results, std::uint64_t seed, int slot,
+                                         const std::string& out, std::uint64_t seed, int slot,
                                          const std::string& cache) {
   std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(),
                                    hand_in.path,
                                    "--results",
-                                   results,
+                                   student_dir(out, hand_in) + "/results.json",
                                    "--seed",
                                    std::to_string(seed),
                                    "--slot",
                                    std::to_string(slot),
                                    "--expected-cache",
                                    cache};
+  for (const std::string& path : {options.batch, out, hand_in.path})
+    argv.insert(argv.end(), {"--private", path});
   if (options.assignment)
     argv.insert(argv.end(), {"--assignment", std::to_string(*options.assignment)});
   if (!options.manifest.empty()) argv.insert(argv.end(), {"--manifest", options.manifest});
@@ -110,7 +124,7 @@ pid_t start(const std::vector<std::string>& argv, const std::string& output) {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot start a grading: fork failed");
   if (pid == 0) {
-    const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = create_file(output, 0600);
     if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
     execv(args[0], args.data());
     _exit(127);
@@ -207,26 +221,51 @@ GradebookRow read_row(const std::string& student, const std::string& dir,
   return row;
 }
 
+// One line of CSV: every field quoted, and made safe from spreadsheets' formulas (csv_field).
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string line;
+  for (const std::string& field : fields) line += (line.empty() ? "" : ",") + csv_field(field);
+  return line + "\n";
+}
+
 void write_gradebook(const std::string& path, const Manifest& manifest,
                      const std::vector<GradebookRow>& rows) {
-  std::ofstream file(path, std::ios::trunc);
-  file << "student";
-  for (const Part& part : manifest.parts) file << ",Part " << part.number;
-  file << ",total,bonus,seed,seconds,status\n";
+  std::vector<std::string> header = {"student"};
+  for (const Part& part : manifest.parts) header.push_back("Part " + std::to_string(part.number));
+  header.insert(header.end(), {"total", "bonus", "seed", "seconds", "status"});
+  std::string csv = csv_line(header);
   auto formatted = [](const char* format, double value) {
     char text[32];
     std::snprintf(text, sizeof text, format, value);
     return std::string(text);
   };
   for (const GradebookRow& row : rows) {
-    file << row.student;
+    std::vector<std::string> fields = {row.student};
     for (const Part& part : manifest.parts)
-      file << "," << formatted("%.4g", row.parts.at(part.number));
-    // The status is the grader's own text; a comma in it is quoted as CSV asks.
-    file << "," << formatted("%.4g", row.total) << "," << formatted("%.4g", row.bonus) << ","
-         << row.seed << "," << formatted("%.1f", row.seconds) << ",\"" << row.status << "\"\n";
+      fields.push_back(formatted("%.4g", row.parts.at(part.number)));
+    fields.insert(fields.end(),
+                  {formatted("%.4g", row.total), formatted("%.4g", row.bonus),
+                   std::to_string(row.seed), formatted("%.1f", row.seconds), row.status});
+    csv += csv_line(fields);
   }
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+  write_private_file(path, csv);
+}
+
+// The batch's output directory, made or checked: the grader's own (a directory someone else
+// made, in /tmp say, could hold links planted where results go), and 0700, so that no sandboxed
+// process reads a class's results, not even those of a batch still running.
+void make_private_directory(const std::string& out) {
+  fs::create_directories(out);
+  struct stat info {};
+  if (lstat(out.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    throw UsageError(out + " is not a directory");
+  }
+  if (info.st_uid != geteuid()) {
+    throw UsageError(out + " belongs to another user (uid " + std::to_string(info.st_uid) +
+                     "): a class's results go to a directory of the grader's own; give another "
+                     "--out");
+  }
+  fs::permissions(out, fs::perms::owner_all, fs::perm_options::replace);
 }
 
 }  // namespace
@@ -251,13 +290,12 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
   while (next < to_grade.size() || !running.empty()) {
     while (next < to_grade.size() && !free_slots.empty()) {
       const HandIn& hand_in = *to_grade[next++];
-      const std::string dir = out + "/" + hand_in.student;
+      const std::string dir = student_dir(out, hand_in);
       fs::create_directories(dir);
       const int slot = free_slots.back();
       free_slots.pop_back();
       const pid_t pid =
-          start(grading_command(options, hand_in, dir + "/results.json", seed, slot, cache),
-                dir + "/output.txt");
+          start(grading_command(options, hand_in, out, seed, slot, cache), dir + "/output.txt");
       running[pid] = {&hand_in, slot, Clock::now()};
     }
     int wait_status = 0;
@@ -269,7 +307,7 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
     free_slots.push_back(finished.slot);
     const std::string status = status_of(wait_status);
     const double seconds = std::chrono::duration<double>(Clock::now() - finished.start).count();
-    write_json(out + "/" + finished.hand_in->student + "/graded.json",
+    write_json(student_dir(out, *finished.hand_in) + "/graded.json",
                {{"status", status}, {"seconds", seconds}, {"seed", seed}});
     progress.one_more();
     progress.update(static_cast<int>(running.size()), status != "graded");
@@ -289,7 +327,8 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
   std::string batch_dir = options.batch;
   while (batch_dir.size() > 1 && batch_dir.back() == '/') batch_dir.pop_back();
   const std::string out = options.out.empty() ? batch_dir + "-graded" : options.out;
-  fs::create_directories(out);
+  umask(077);  // every file of the batch and of its gradings: the course staff's only
+  make_private_directory(out);
 
   if (options.task) {  // one task of a job array: the seed was fixed before the array started
     if (*options.task >= hand_ins.size()) {
@@ -304,7 +343,7 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
     }
     const HandIn& hand_in = hand_ins[*options.task];
     run_gradings(options, {&hand_in}, 1, out, stored.value("seed", std::uint64_t{0}), log);
-    const json stamp = read_json(out + "/" + hand_in.student + "/graded.json");
+    const json stamp = read_json(student_dir(out, hand_in) + "/graded.json");
     return stamp.is_object() && stamp.value("status", "") == "graded" ? 0 : 1;
   }
   const std::uint64_t seed = batch_seed(options, manifest, out);
@@ -315,7 +354,7 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
 
   std::vector<const HandIn*> to_grade;
   for (const HandIn& hand_in : hand_ins) {
-    const std::string dir = out + "/" + hand_in.student;
+    const std::string dir = student_dir(out, hand_in);
     if (options.regrade) fs::remove(dir + "/graded.json");
     if (!fs::exists(dir + "/graded.json")) to_grade.push_back(&hand_in);
   }
@@ -327,7 +366,7 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
 
   std::vector<GradebookRow> rows;
   for (const HandIn& hand_in : hand_ins)
-    rows.push_back(read_row(hand_in.student, out + "/" + hand_in.student, manifest));
+    rows.push_back(read_row(hand_in.student, student_dir(out, hand_in), manifest));
   const std::string gradebook =
       options.gradebook.empty() ? out + "/gradebook.csv" : options.gradebook;
   write_gradebook(gradebook, manifest, rows);

@@ -38,8 +38,9 @@ std::string usage_text(const std::string& assignments) {
          "student (or Gradescope's \"Export Submissions\" folder, with its\n"
          "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
          "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
-         "  --out DIR          <DIR>/<student>/results.json and output.txt, gradebook.csv and\n"
-         "                     summary.html (default: the hand-ins' directory name + \"-graded\")\n"
+         "  --out DIR          <DIR>/students/<student>/results.json and output.txt,\n"
+         "                     gradebook.csv and summary.html (default: the hand-ins' directory\n"
+         "                     name + \"-graded\"); the grader's own, made private (0700)\n"
          "  --gradebook FILE   the gradebook CSV elsewhere (default: <out>/gradebook.csv)\n"
          "  --regrade          grade every hand-in again (by default an interrupted batch goes\n"
          "                     on where it stopped, keeping what it graded)\n"
@@ -121,6 +122,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.task = static_cast<std::size_t>(parse_integer(arg, value(), 0, 1000000));
     } else if (arg == "--expected-cache") {  // internal: a batch's child grading
       options.expected_cache = value();
+    } else if (arg == "--private") {  // internal: a batch's child grading
+      options.private_paths.push_back(value());
     } else if (arg == "--slot") {  // internal: a batch's child grading
       options.slot = static_cast<int>(parse_integer(arg, value(), 0, 63));
     } else if (!arg.empty() && arg[0] == '-') {

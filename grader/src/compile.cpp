@@ -158,6 +158,7 @@ std::string assembly_problem(const std::string& assembly_file) {
 // out of the sandbox's reach whatever happens in the scratch) and readable by the sandbox.
 void share_pch(const std::string& header, const std::string& dir) {
   fs::create_directories(dir);
+  chmod(dir.c_str(), 0755);  // whatever the umask
   const std::string name = fs::path(header).filename().string();
   install_readable(header, dir + "/" + name);
   install_readable(header + ".gch", dir + "/" + name + ".gch");

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 namespace dtk::grade {
@@ -67,10 +66,25 @@ bool file_tail_has(const std::string& path, const std::string& text) {
   return tail.find(text) != std::string::npos;
 }
 
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << content;
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+int create_file(const std::string& path, mode_t mode) {
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return -1;
+  // O_EXCL after the unlink: if something is planted again in between, this fails rather than
+  // following it.
+  return open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+void write_file(const std::string& path, const std::string& content, mode_t mode) {
+  const int fd = create_file(path, mode);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n <= 0) break;
+    written += n;
+  }
+  if (close(fd) != 0 || written < content.size()) {
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  }
 }
 
 void copy_file(const std::string& from, const std::string& to) {

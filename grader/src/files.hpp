@@ -1,6 +1,8 @@
 // Files the grader reads and writes, some of them written by untrusted processes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace dtk::grade {
@@ -18,8 +20,15 @@ bool file_ends_with(const std::string& path, const std::string& suffix);
 // Does the last kilobyte of the regular file at `path` contain `text`?
 bool file_tail_has(const std::string& path, const std::string& text);
 
-// Creates or replaces a file; throws std::runtime_error naming the path on failure.
-void write_file(const std::string& path, const std::string& content);
+// Creates a new file at `path` after removing whatever is there: a symbolic link, a FIFO, a hard
+// link to another file (things a sandboxed process may plant where the grader is about to
+// write) is never followed or written through. The file gets `mode` less the umask. Returns its
+// descriptor, open for writing (the caller closes it), or -1 with errno set.
+int create_file(const std::string& path, mode_t mode);
+
+// Creates or replaces the file at `path` with `content`, as create_file does. Throws
+// std::runtime_error naming the path on failure.
+void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 
 // Copies a file the grader trusts (its own build products); throws on failure.
 void copy_file(const std::string& from, const std::string& to);

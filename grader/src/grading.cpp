@@ -15,6 +15,7 @@
 #include "expected_cache.hpp"
 #include "judge.hpp"
 #include "sandbox.hpp"
+#include "sandbox_view.hpp"
 #include "scoring.hpp"
 #include "speed_bonus.hpp"
 #include "submission.hpp"
@@ -66,35 +67,51 @@ std::string make_scratch() {
   return root;
 }
 
-// What the submission must never read: the reference's sources and objects, and where the
-// expected outputs go. Said loudly when the sandbox can read one (the kit left readable to
-// others where mount namespaces cannot hide it).
-void warn_if_readable(const Sandbox& sandbox, const Toolchain& toolchain,
-                      const std::string& scratch, const std::vector<std::string>& hidden,
-                      std::ostream& log) {
+// What the submission must never read: the reference's sources and objects, the expected
+// outputs (this grading's and a batch's shared ones) and what the caller marks private (a
+// batch's hand-ins and results). Grading is refused when the sandbox can read one of them (the
+// kit left readable to others where no mount namespace hides it).
+void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const std::string& scratch,
+                        const std::vector<std::string>& hidden) {
+  const Toolchain& toolchain = grading.toolchain;
   std::vector<std::string> secrets = {scratch + "/private"};
   for (const std::string& file : toolchain.student_files) {
     secrets.push_back(toolchain.reference_dir + "/" + file);
     secrets.push_back(toolchain.reference_objects.at(file));
   }
+  if (!grading.options.expected_cache.empty()) secrets.push_back(grading.options.expected_cache);
+  const auto& private_paths = grading.options.private_paths;
+  secrets.insert(secrets.end(), private_paths.begin(), private_paths.end());
   std::string readable;
   for (const std::string& path : secrets) {
-    if (sandbox.can_read(path, hidden)) readable += "  " + path + "\n";
+    if (sandbox.can_read(path, hidden)) readable += "\n  " + path;
   }
   if (readable.empty()) return;
-  log << "dtk-grade: WARNING: the sandbox user can read these files, so a submission could copy "
-         "the reference or the expected outputs. Lock the kit down (chmod -R go-rwx on its "
-         "checkout; README, The sandbox):\n"
-      << readable << std::flush;
+  throw std::runtime_error(
+      "refusing to grade: the sandbox user can read these, so a submission could copy the "
+      "reference, the expected outputs or other students' work:" +
+      readable +
+      "\nLock them down (chmod -R go-rwx on the kit's checkout, chmod 700 on a class's "
+      "hand-ins; README, The sandbox), or grade as root with CAP_SYS_ADMIN, where dtk-grade "
+      "hides them");
 }
 
-// The kit's trees, hidden from sandboxed processes (unless the scratch lives inside one).
-std::vector<std::string> hidden_paths(const Toolchain& toolchain, const std::string& scratch) {
-  std::vector<std::string> hidden;
-  for (const std::string& dir : {toolchain.source_dir, toolchain.binary_dir}) {
-    if (scratch.rfind(dir + "/", 0) != 0 && dir != "/") hidden.push_back(dir);
+// What sandboxed commands must not see (README, The sandbox): every directory but the system's
+// and the way to the scratch and the compiler, and, wherever they are, the kit's trees, a
+// batch's expected outputs and the caller's private paths (unless the scratch lives inside one).
+std::vector<std::string> hidden_paths(const Toolchain& toolchain, const Options& options,
+                                      const std::string& scratch) {
+  std::vector<std::string> needed = {scratch};
+  const fs::path compiler = toolchain.compiler;
+  needed.push_back(compiler.parent_path().parent_path().string());  // its installation
+  for (const std::string& dir : toolchain.include_dirs) {
+    if (dir != toolchain.dtk_include_dir) needed.push_back(dir);  // dtk's own is copied
   }
-  return hidden;
+  std::vector<std::string> private_paths = {toolchain.source_dir, toolchain.binary_dir};
+  if (!options.expected_cache.empty()) private_paths.push_back(options.expected_cache);
+  private_paths.insert(private_paths.end(), options.private_paths.begin(),
+                       options.private_paths.end());
+  return paths_to_hide(needed, private_paths);
 }
 
 std::string build_status(const FileBuild& file) {
@@ -254,11 +271,18 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   auto sandbox = std::make_unique<Sandbox>(limits, scratch + "/sandbox",
                                            !grading.options.no_sandbox, grading.options.slot);
   for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
-  const std::vector<std::string> hidden = hidden_paths(toolchain, scratch);
+  const std::vector<std::string> hidden = hidden_paths(toolchain, grading.options, scratch);
   if (!sandbox->user().enabled) {
     summary += "Note: graded with --no-sandbox: the submission ran as the grader's own user.\n";
   } else {
-    warn_if_readable(*sandbox, toolchain, scratch, hidden, log);
+    try {
+      refuse_if_readable(*sandbox, grading, scratch, hidden);
+    } catch (const std::runtime_error&) {
+      sandbox.reset();
+      std::error_code error;
+      fs::remove_all(scratch, error);
+      throw;
+    }
   }
 
   // The reference runs, as the grader, while the submission compiles: one launch on as many

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "files.hpp"
 #include "text.hpp"
 
 namespace dtk::grade {
@@ -51,6 +51,13 @@ void write_results_json(const Report& report, const std::string& path) {
   nlohmann::json results = {{"score", rounded(report.score() + report.bonus)},
                             {"execution_time", rounded(report.execution_time)},
                             {"output", shown_text(report.output)},
+                            // Our feedback is plain text laid out with newlines and indentation
+                            // (expected and actual values aligned): shown as text, never read
+                            // as Markdown or HTML, where `*`, `_`, `<` and indentation mean
+                            // something else.
+                            {"output_format", "text"},
+                            {"test_output_format", "text"},
+                            {"test_name_format", "text"},
                             {"visibility", report.visibility},
                             {"stdout_visibility", "hidden"},
                             {"tests", tests}};
@@ -62,10 +69,8 @@ void write_results_json(const Report& report, const std::string& path) {
     }
     results["leaderboard"] = board;
   }
-  std::ofstream file(path, std::ios::trunc);
   // Every text is valid UTF-8 by now; replacing what is not anyway means dump() cannot throw.
-  file << results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+  write_file(path, results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Report internal_error_report(const std::string& error) {

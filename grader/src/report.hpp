@@ -40,8 +40,9 @@ struct Report {
 };
 
 // Gradescope's format (score with the bonus, execution_time, output, visibility, tests[], and
-// leaderboard when there is one), every text valid
-// UTF-8 with control characters other than newlines and tabs escaped. Throws
+// leaderboard when there is one), every text valid UTF-8 with control characters other than
+// newlines and tabs escaped, and shown by Gradescope as plain text (output_format "text"). A
+// link or other file planted at `path` is replaced, never written through. Throws
 // std::runtime_error when the file cannot be written.
 void write_results_json(const Report& report, const std::string& path);
 

@@ -482,9 +482,11 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
   dup2(output_fd, 2);
   if (command.sandboxed) {
     if (user_.enabled && mount_namespaces_ && private_mounts()) {
+      // Each hidden path is covered by an empty directory that the sandbox user cannot even
+      // list (mode 0), so that can_read() says "no" for it.
       for (const std::string& path : command.hidden_paths) {
         mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "size=4k,mode=0555");
+              "size=4k,mode=0000");
       }
       mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777");
       // A /proc of its own that lists only the sandbox user's processes (hidepid=2): in a batch,

@@ -56,7 +56,8 @@ struct Command {
   // Polled while it runs: once true, the command has done its work and gets a moment to exit
   // before it is stopped (an MPI job whose ranks forked children never exits by itself).
   std::function<bool()> done;
-  std::vector<std::string> hidden_paths;  // mounted over with an empty directory, if possible
+  // Mounted over, where possible, with an empty directory the command cannot open.
+  std::vector<std::string> hidden_paths;
 };
 
 struct Outcome {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "files.hpp"
 #include "submission.hpp"
 #include "text.hpp"
 
@@ -90,23 +91,32 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(file), {});
 }
 
-// The page of one pair: sim's matching runs side by side, then both files whole.
-void write_view(const std::string& dir, const SimilarPair& pair, const std::string& path) {
-  const std::string a = pair.a + ".cpp", b = pair.b + ".cpp";
+// `text` as a <pre> block. HTML drops a newline right after <pre>: one is added, so that a file
+// beginning with a blank line (its first line was the starter's) is shown whole.
+std::string pre_block(const std::string& text) { return "<pre>\n" + shown_html(text) + "</pre>"; }
+
+// The page of one pair, made of the files `a` and `b` in `dir`: sim's matching runs side by side
+// (in which the generated file names stand for the students), then both files whole.
+void write_view(const std::string& dir, const SimilarPair& pair, const std::string& a,
+                const std::string& b, const std::string& path) {
   const std::string runs = output_of({"sim_c++", "-w", "180", a, b}, dir);
-  std::ofstream page(path, std::ios::trunc);
-  page << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>"
-       << shown_html(pair.a) << " and " << shown_html(pair.b)
-       << "</title><style>body{font-family:sans-serif;margin:1em}"
-       << "pre{font-size:12px;white-space:pre;overflow:auto}.two{display:flex;gap:1em}"
-       << ".two>div{flex:1;min-width:0}</style></head><body>\n<h1>" << shown_html(pair.file) << ": "
-       << shown_html(pair.a) << " and " << shown_html(pair.b) << ", " << pair.percent << " %</h1>\n"
-       << "<p>The starter's lines are left out of both. Below, sim_c++'s runs of matching "
-          "tokens (identifiers, layout and comments aside), then both files.</p>\n<pre>"
-       << shown_html(runs) << "</pre>\n<div class='two'><div><h2>" << shown_html(pair.a)
-       << "</h2><pre>" << shown_html(read_text(dir + "/" + a)) << "</pre></div><div><h2>"
-       << shown_html(pair.b) << "</h2><pre>" << shown_html(read_text(dir + "/" + b))
-       << "</pre></div></div></body></html>\n";
+  std::string page =
+      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+      "<meta name='viewport' content='width=device-width, initial-scale=1'><title>" +
+      shown_html(pair.a) + " and " + shown_html(pair.b) +
+      "</title><style>body{font-family:sans-serif;margin:1em}"
+      "pre{font-size:12px;white-space:pre;overflow:auto}.two{display:flex;flex-wrap:wrap;gap:1em}"
+      ".two>div{flex:1 1 30em;min-width:0}</style></head><body>\n<h1>" +
+      shown_html(pair.file) + ": " + shown_html(pair.a) + " and " + shown_html(pair.b) + ", " +
+      std::to_string(pair.percent) +
+      " %</h1>\n<p>The starter's lines are left out of both. "
+      "Below, sim_c++'s runs of matching tokens (identifiers, layout and comments aside; " +
+      shown_html(a) + " is " + shown_html(pair.a) + "'s file, " + shown_html(b) + " " +
+      shown_html(pair.b) + "'s), then both files.</p>\n" + pre_block(runs) +
+      "\n<div class='two'><div><h2>" + shown_html(pair.a) + "</h2>" +
+      pre_block(read_text(dir + "/" + a)) + "</div><div><h2>" + shown_html(pair.b) + "</h2>" +
+      pre_block(read_text(dir + "/" + b)) + "</div></div></body></html>\n";
+  write_file(path, page, 0600);  // the course staff's only, like the whole batch
 }
 
 }  // namespace
@@ -115,44 +125,52 @@ std::vector<SimilarPair> find_similar_pairs(const std::vector<HandIn>& hand_ins,
                                             const std::vector<std::string>& files,
                                             const std::string& starter_dir, const std::string& out,
                                             std::size_t top) {
-  std::map<std::string, Submission> submissions;
-  for (const HandIn& hand_in : hand_ins)
-    submissions[hand_in.student] = read_submission(hand_in.path, files);
+  // sim_c++ is given generated file names, h<index>.cpp: a student named "-o" would be an
+  // option of its command line, and names go into the pages' file names.
+  std::map<std::string, Submission> submissions;  // by generated name
+  std::map<std::string, std::string> students;    // generated name -> student
+  for (std::size_t i = 0; i < hand_ins.size(); ++i) {
+    const std::string name = "h" + std::to_string(i);
+    submissions[name] = read_submission(hand_ins[i].path, files);
+    students[name] = hand_ins[i].student;
+  }
   std::vector<SimilarPair> listed;
-  const std::regex consists(R"(^(.+)\.cpp consists for (\d+) % of (.+)\.cpp material$)");
+  const std::regex consists(R"(^(h\d+)\.cpp consists for (\d+) % of (h\d+)\.cpp material$)");
   for (const std::string& file : files) {
     const std::string dir = out + "/similarity/" + flat(file);
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::set<std::string> starter = lines_of(starter_dir + "/" + file);
     std::vector<std::string> argv = {"sim_c++", "-p", "-e", "-s"};
-    for (const auto& [student, submission] : submissions) {
+    for (const auto& [name, submission] : submissions) {
       const auto found = submission.files.find(file);
       if (found == submission.files.end()) continue;
-      std::ofstream(dir + "/" + student + ".cpp") << without_starter_lines(found->second, starter);
-      argv.push_back(student + ".cpp");
+      write_file(dir + "/" + name + ".cpp", without_starter_lines(found->second, starter), 0600);
+      argv.push_back(name + ".cpp");
     }
     if (argv.size() < 6) continue;  // fewer than two hand-ins hold this file
-    std::map<std::pair<std::string, std::string>, int> percent;  // (a, b), a < b
+    // (a, b) by generated name, students in order -> the larger percentage
+    std::map<std::pair<std::string, std::string>, int> percent;
     std::istringstream lines(output_of(argv, dir));
     for (std::string line; std::getline(lines, line);) {
       std::smatch match;
       if (!std::regex_match(line, match, consists)) continue;
       std::string a = match[1].str(), b = match[3].str();
-      if (b < a) std::swap(a, b);
+      if (!students.count(a) || !students.count(b)) continue;
+      if (students[b] < students[a]) std::swap(a, b);
       int& best = percent[{a, b}];
       best = std::max(best, std::stoi(match[2].str()));
     }
-    std::vector<SimilarPair> pairs;
-    for (const auto& [students, value] : percent)
-      pairs.push_back({file, students.first, students.second, value, ""});
-    std::stable_sort(pairs.begin(), pairs.end(), [](const SimilarPair& x, const SimilarPair& y) {
-      return x.percent > y.percent;
-    });
-    if (pairs.size() > top) pairs.resize(top);
-    for (SimilarPair& pair : pairs) {
-      pair.view = "similarity/" + flat(file) + "/" + pair.a + "--" + pair.b + ".html";
-      write_view(dir, pair, out + "/" + pair.view);
+    std::vector<std::pair<std::pair<std::string, std::string>, int>> ranked(percent.begin(),
+                                                                            percent.end());
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.second > y.second; });
+    if (ranked.size() > top) ranked.resize(top);
+    for (const auto& [names, value] : ranked) {
+      const auto& [a, b] = names;
+      SimilarPair pair{file, students[a], students[b], value,
+                       "similarity/" + flat(file) + "/" + a + "--" + b + ".html"};
+      write_view(dir, pair, a + ".cpp", b + ".cpp", out + "/" + pair.view);
       listed.push_back(pair);
     }
   }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
+#include "files.hpp"
 #include "text.hpp"
 
 namespace dtk::grade {
@@ -31,34 +31,42 @@ std::vector<int> binned(const std::vector<double>& scores, double max) {
   return bins;
 }
 
-// A bar chart of the scores, 0 to max points, with the count over each bar.
+// A bar chart of the scores, 0 to max points: the count over each bar (and in its tooltip),
+// the bins' lower bounds under it, both axes named.
 std::string histogram_svg(const std::string& title, const std::vector<double>& scores, double max) {
   const std::vector<int> bins = binned(scores, max);
   const int most = std::max(1, *std::max_element(bins.begin(), bins.end()));
-  const int width = 34, gap = 4, height = 110, left = 10, top = 28, axis = top + height;
-  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" +
-                    std::to_string(left * 2 + kBins * (width + gap)) + "' height='" +
-                    std::to_string(axis + 34) + "' role='img' aria-label='" + shown_html(title) +
-                    "'>";
-  svg += "<text x='" + std::to_string(left) + "' y='16' font-size='13' font-weight='bold'>" +
+  const int width = 34, gap = 4, height = 110, left = 26, top = 28, axis = top + height;
+  const int right = left + kBins * (width + gap);
+  auto at = [](int value) { return std::to_string(value); };
+  // viewBox: a narrow window scales the chart down rather than cutting it.
+  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + at(right + 10) +
+                    "' height='" + at(axis + 34) + "' viewBox='0 0 " + at(right + 10) + " " +
+                    at(axis + 34) + "' role='img' aria-label='" + shown_html(title) + "'>";
+  svg += "<text x='" + at(left) + "' y='16' font-size='13' font-weight='bold'>" +
          shown_html(title) + "</text>";
+  svg += "<text class='y-label' transform='translate(12," + at(top + height / 2) +
+         ") rotate(-90)' font-size='11' text-anchor='middle'>hand-ins</text>";
   for (int b = 0; b < kBins; ++b) {
     const int x = left + b * (width + gap), h = bins[b] * height / most;
-    svg += "<rect x='" + std::to_string(x) + "' y='" + std::to_string(axis - h) + "' width='" +
-           std::to_string(width) + "' height='" + std::to_string(h) + "' fill='#4878a8'/>";
+    const std::string from = number("%g", max * b / kBins),
+                      to = number("%g", max * (b + 1) / kBins);
+    svg += "<rect class='bar' x='" + at(x) + "' y='" + at(axis - h) + "' width='" + at(width) +
+           "' height='" + at(h) + "' fill='#4878a8'><title>" + at(bins[b]) +
+           (bins[b] == 1 ? " hand-in" : " hand-ins") + " with " + from +
+           (b + 1 == kBins ? " to " + to : " to under " + to) + " points</title></rect>";
     if (bins[b] > 0) {
-      svg += "<text x='" + std::to_string(x + width / 2) + "' y='" + std::to_string(axis - h - 3) +
-             "' font-size='11' text-anchor='middle'>" + std::to_string(bins[b]) + "</text>";
+      svg += "<text class='count' x='" + at(x + width / 2) + "' y='" + at(axis - h - 3) +
+             "' font-size='11' text-anchor='middle'>" + at(bins[b]) + "</text>";
     }
-    svg += "<text x='" + std::to_string(x + width / 2) + "' y='" + std::to_string(axis + 14) +
-           "' font-size='10' text-anchor='middle'>" + number("%g", max * b / kBins) + "</text>";
+    svg += "<text x='" + at(x + width / 2) + "' y='" + at(axis + 14) +
+           "' font-size='10' text-anchor='middle'>" + from + "</text>";
   }
-  svg += "<line x1='" + std::to_string(left) + "' y1='" + std::to_string(axis) + "' x2='" +
-         std::to_string(left + kBins * (width + gap)) + "' y2='" + std::to_string(axis) +
-         "' stroke='#333'/>";
-  svg += "<text x='" + std::to_string(left + kBins * (width + gap) / 2) + "' y='" +
-         std::to_string(axis + 30) +
-         "' font-size='11' text-anchor='middle'>points (bars: " + "tenths of " + number("%g", max) +
+  svg += "<line x1='" + at(left) + "' y1='" + at(axis) + "' x2='" + at(right) + "' y2='" +
+         at(axis) + "' stroke='#333'/><line x1='" + at(left) + "' y1='" + at(top) + "' x2='" +
+         at(left) + "' y2='" + at(axis) + "' stroke='#333'/>";
+  svg += "<text class='x-label' x='" + at((left + right) / 2) + "' y='" + at(axis + 30) +
+         "' font-size='11' text-anchor='middle'>points (bars: tenths of " + number("%g", max) +
          ")</text></svg>";
   return svg;
 }
@@ -69,12 +77,17 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
                         const std::vector<GradebookRow>& rows, std::uint64_t seed,
                         const std::vector<SimilarPair>& similar) {
   std::string page =
-      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>dtk-grade: "
+      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
+      "content='width=device-width, initial-scale=1'><title>dtk-grade: "
       "assignment " +
       std::to_string(manifest.assignment) +
-      "</title><style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-      "figure{display:inline-block;margin:0 1.5em 1.5em 0}table{border-collapse:collapse}"
+      "</title><style>"
+      "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+      "figure{display:inline-block;margin:0 1.5em 1.5em 0;max-width:100%}"
+      "svg{max-width:100%;height:auto}table{border-collapse:collapse}"
       "td,th{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top}"
+      // Long names and feedback wrap anywhere on a narrow window; counts and links never do.
+      "td{overflow-wrap:anywhere}.n{white-space:nowrap}"
       "pre{white-space:pre-wrap;font-size:12px;max-height:22em;overflow:auto;margin:0}"
       "</style></head><body>\n";
   std::size_t graded = 0;
@@ -122,9 +135,9 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
       const auto& [test, seen] = ranked[i];
       std::string sample = seen.second->failed.at(test);
       if (sample.size() > kSampleChars) sample = sample.substr(0, kSampleChars) + "\n[...]";
-      page += "<tr><td>" + shown_html(test) + "</td><td>" + std::to_string(seen.first) + " of " +
-              std::to_string(rows.size()) + "</td><td><pre>" + shown_html(seen.second->student) +
-              ":\n" + shown_html(sample) + "</pre></td></tr>\n";
+      page += "<tr><td>" + shown_html(test) + "</td><td class='n'>" + std::to_string(seen.first) +
+              " of " + std::to_string(rows.size()) + "</td><td><pre>" +
+              shown_html(seen.second->student) + ":\n" + shown_html(sample) + "</pre></td></tr>\n";
     }
     page += "</table>\n";
   }
@@ -152,15 +165,14 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
         "<th>hand-ins</th><th>similar</th><th></th></tr>\n";
     for (const SimilarPair& pair : similar) {
       page += "<tr><td>" + shown_html(pair.file) + "</td><td>" + shown_html(pair.a) + " and " +
-              shown_html(pair.b) + "</td><td>" + std::to_string(pair.percent) +
-              " %</td><td><a href='" + shown_html(pair.view) + "'>side by side</a></td></tr>\n";
+              shown_html(pair.b) + "</td><td class='n'>" + std::to_string(pair.percent) +
+              " %</td><td class='n'><a href='" + shown_html(pair.view) +
+              "'>side by side</a></td></tr>\n";
     }
     page += "</table>\n";
   }
   page += "</body></html>\n";
-  std::ofstream file(path, std::ios::trunc);
-  file << page;
-  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+  write_file(path, page, 0600);  // the course staff's only, like the whole batch
 }
 
 }  // namespace dtk::grade

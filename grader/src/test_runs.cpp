@@ -1,6 +1,7 @@
 #include "test_runs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,9 +34,11 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
   std::vector<std::string> argv = {"mpirun", "--oversubscribe", "-n", std::to_string(ranks)};
   const bool as_root = geteuid() == 0 && !(launcher.sandboxed && launcher.sandbox->user().enabled);
   if (as_root) argv.push_back("--allow-run-as-root");
-  argv.insert(argv.end(), {launcher.runner, "--seed", std::to_string(launcher.seed), "--out",
-                           out_dir, "--configs", launcher.configs_dir, "--work", out_dir,
-                           "--test-seconds", std::to_string(launcher.test_seconds)});
+  // No seed here: the code under test could read it in /proc/self/cmdline (it is in the
+  // launch's file, read and deleted before any test).
+  argv.insert(argv.end(),
+              {launcher.runner, "--out", out_dir, "--configs", launcher.configs_dir, "--work",
+               out_dir, "--test-seconds", std::to_string(launcher.test_seconds)});
   for (const auto& [function, calls] : launcher.allowed_mpi) {
     std::string rule = function + "=";  // "get_info=MPI_Allreduce,MPI_Allgather,..."
     for (const std::string& call : calls) rule += (rule.back() == '=' ? "" : ",") + call;
@@ -97,16 +100,20 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
   return text + last_lines(outcome.output, kLogLines);
 }
 
-// A fresh random key for the launch's record hashes, in <dir>/key for the runner (which reads
-// and deletes it before any test). The directory is new; O_EXCL and O_NOFOLLOW refuse anything
-// another process of the sandbox user could have put there meanwhile.
-std::string write_launch_key(const std::string& dir) {
+// What the runner must know but the code under test must not: a fresh random key for the
+// launch's record hashes and the seed of the inputs, in <dir>/key ("<32 hex digits>\n<seed>\n"),
+// which the runner reads and deletes before any test. Returns the key. The directory is new;
+// O_EXCL and O_NOFOLLOW refuse anything another process of the sandbox user could have put there
+// meanwhile; readable by the sandbox user whatever the umask.
+std::string write_launch_file(const std::string& dir, std::uint64_t seed) {
   std::random_device random;
   char key[33];
   for (int i = 0; i < 4; ++i) std::snprintf(key + 8 * i, 9, "%08x", random());
+  const std::string text = std::string(key) + "\n" + std::to_string(seed) + "\n";
   const std::string path = dir + "/key";
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  const bool written = fd >= 0 && write(fd, key, 32) == 32;
+  const bool written = fd >= 0 && fchmod(fd, 0644) == 0 &&
+                       write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   if (fd >= 0) close(fd);
   if (!written) throw std::runtime_error("cannot write " + path);
   return key;
@@ -129,7 +136,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     } else {
       fs::create_directories(out_dir);
     }
-    const std::string key = write_launch_key(out_dir);
+    const std::string key = write_launch_file(out_dir, launcher.seed);
     Command command;
     command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
     command.cwd = out_dir;

@@ -94,4 +94,13 @@ std::string shown_html(std::string_view text) {
   return html;
 }
 
+std::string csv_field(std::string_view text) {
+  const std::string shown = shown_name(text);
+  std::string field = "\"";
+  if (!shown.empty() && std::string_view("=+-@").find(shown.front()) != std::string_view::npos)
+    field += '\'';
+  for (char c : shown) field += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return field + "\"";
+}
+
 }  // namespace dtk::grade

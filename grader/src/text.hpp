@@ -18,4 +18,11 @@ std::string shown_text(std::string_view text);
 // shown_text() for an HTML page (the batch's summary): <, >, &, " and ' escaped too.
 std::string shown_html(std::string_view text);
 
+// shown_name() as one field of a CSV file (the batch's gradebook): always quoted, a quote
+// doubled, and a field that begins with =, +, - or @ prefixed with ', so that a spreadsheet
+// shows it as text instead of running it as a formula (OWASP's rule against CSV injection: a
+// student named "+1+1" or "@A1" stays a name; a leading tab or carriage return, the rule's
+// other two, is already shown as \t or \r).
+std::string csv_field(std::string_view text);
+
 }  // namespace dtk::grade

@@ -6,7 +6,8 @@
 #         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
-#         [-DGUARD=ON] [-DLIMITS="total_memory_mb=1024;..."] -P grade_submission.cmake
+#         [-DGUARD=ON] [-DSECOND_CHECKOUT=ON] [-DLIMITS="total_memory_mb=1024;..."]
+#         -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
@@ -18,14 +19,19 @@
 # starter's, appended).
 # PATCH: a unified diff against solutions/, paths relative to the student tree (a/FILE, b/FILE);
 # it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
-# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@ and
-# @DTK_SELFTEST_VICTIM@ expand.
+# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@,
+# @DTK_SELFTEST_VICTIM@ and @DTK_SELFTEST_SECOND_CHECKOUT@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
 # GUARD: a hostile submission; the grading must leave the victim (a directory outside the
 # scratch, owned by the caller) and the kit's precompiled header unchanged, and no file of the
 # sandbox user where anyone may write (a world-writable directory is made in /var/tmp for the
-# submission to try).
+# submission to try), and results.json goes where the submission may plant a link and the
+# sweep of world-writable directories does not look (a world-writable directory one level
+# below /var/tmp's).
+# SECOND_CHECKOUT: another checkout of the kit (its solutions/ and grader/runner/, readable by
+# everyone) is copied to /opt/dtk-selftest-<NAME>, outside the kit's trees, for the submission
+# to try to read.
 # Expectations, per part: N=full (all points), N=zero (none), N=lost (some lost); per function
 # (the rubric items named "Part N | <function>: ..."): <function>=half (at least half of its
 # points lost), <function>=minor (some lost, less than half); a speed bonus (assignment 2):
@@ -39,9 +45,16 @@ list(REMOVE_ITEM files_but_func_impl model/func_impl.cpp)
 set(files_but_first ${files})
 list(POP_FRONT files_but_first)
 set(tree ${WORK}/tree)
-set(results ${WORK}/results.json)
+set(shared /var/tmp/dtk-selftest-${NAME})
+set(drop /var/tmp/dtk-selftest-${NAME}-results)
+if(GUARD)
+  set(results ${drop}/anyone/results.json)
+else()
+  set(results ${WORK}/results.json)
+endif()
 set(DTK_SELFTEST_RESULTS ${results})
 set(DTK_SELFTEST_VICTIM ${WORK}/victim)
+set(DTK_SELFTEST_SECOND_CHECKOUT /opt/dtk-selftest-${NAME})
 get_filename_component(build_dir ${DTK_GRADE} DIRECTORY)
 set(kit_pch ${build_dir}/grader/data/pch/dtk_grade_pch.hpp.gch)
 get_filename_component(DTK_SOLUTIONS_DIR ${BASE}/../solutions ABSOLUTE)
@@ -119,7 +132,6 @@ if(PACK AND NOT PACK STREQUAL "dir")
   set(submission ${tar})
 endif()
 
-set(shared /var/tmp/dtk-selftest-${NAME})
 # A copy of the build's manifest with other rules or limits.
 if(ALLOW_MPI OR LIMITS)
   file(READ ${MANIFEST} manifest)
@@ -158,11 +170,19 @@ if(ALLOW_MPI OR LIMITS)
   list(APPEND ARGS --manifest ${WORK}/manifest.json)
 endif()
 
+if(SECOND_CHECKOUT)
+  file(REMOVE_RECURSE ${DTK_SELFTEST_SECOND_CHECKOUT})
+  file(COPY ${DTK_SOLUTIONS_DIR} DESTINATION ${DTK_SELFTEST_SECOND_CHECKOUT})
+  file(COPY ${DTK_SOLUTIONS_DIR}/../grader/runner DESTINATION ${DTK_SELFTEST_SECOND_CHECKOUT}/grader)
+  run(chmod -R a+rX ${DTK_SELFTEST_SECOND_CHECKOUT})
+endif()
+
 if(GUARD)
-  file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner\n")
-  file(REMOVE_RECURSE ${shared})
-  file(MAKE_DIRECTORY ${shared})
-  run(chmod 1777 ${shared})
+  file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner and content\n")
+  file(SHA256 ${DTK_SELFTEST_VICTIM}/file victim_before)
+  file(REMOVE_RECURSE ${shared} ${drop})
+  file(MAKE_DIRECTORY ${shared} ${drop}/anyone)
+  run(chmod 1777 ${shared} ${drop}/anyone)
   file(SHA256 ${kit_pch} pch_before)
 endif()
 
@@ -179,6 +199,9 @@ execute_process(COMMAND ${DTK_GRADE} ${submission} --seed 7 --results ${results}
 string(TIMESTAMP end "%s")
 math(EXPR seconds "${end} - ${start}")
 message(STATUS "${NAME}: graded in ${seconds} s\n${stdout}${stderr}")
+if(SECOND_CHECKOUT)
+  file(REMOVE_RECURSE ${DTK_SELFTEST_SECOND_CHECKOUT})
+endif()
 if(NOT status EQUAL 0)
   fail("dtk-grade exited with ${status}, expected 0")
 endif()
@@ -310,12 +333,16 @@ if(GUARD)
   if(changed)
     fail("the grading changed the owner of files outside its scratch:\n${changed}")
   endif()
+  file(SHA256 ${DTK_SELFTEST_VICTIM}/file victim_after)
+  if(NOT victim_after STREQUAL victim_before)
+    fail("the grading wrote into ${DTK_SELFTEST_VICTIM}/file, outside its scratch")
+  endif()
   # Other gradings take turns with the lock; their scratch directories are theirs.
   execute_process(COMMAND flock /run/dtk-grade.lock
                           find /tmp /var/tmp /dev/shm /run/lock -maxdepth 2 -path "/tmp/dtk-grade.*"
                           -prune -o -user dtk-sandbox -print
                   OUTPUT_VARIABLE leftovers)
-  file(REMOVE_RECURSE ${shared})
+  file(REMOVE_RECURSE ${shared} ${drop})
   if(leftovers)
     fail("files of the sandbox user were left behind:\n${leftovers}")
   endif()
