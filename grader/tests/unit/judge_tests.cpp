@@ -101,3 +101,17 @@ TEST_CASE("forbidden calls seen at run time are reported once", "[judge]") {
   for (TestOutput& rank : actual.ranks) rank.forbidden = {"MPI_Bcast (called from dtk::f)"};
   CHECK(forbidden_calls(actual) == std::vector<std::string>{"MPI_Bcast (called from dtk::f)"});
 }
+
+TEST_CASE("a schedule reads as F0 F1 B0 ... and a known mistake is named", "[judge]") {
+  // Forward(mb) is mb, backward(mb) is -1 - mb.
+  TestRun right = run({{"stage 0", tensor({0, 1, -1, -2}, {4}, "step")}}, 1);
+  TestRun wrong = run({{"stage 0", tensor({0, -1, 1, -2}, {4}, "step")}}, 1);
+  right.ranks[0].mistakes.push_back(
+      {"stage 0", "a warm-up one forward too short", tensor({0, -1, 1, -2}, {4}, "step")});
+  const Verdict verdict = judge(right, wrong, tolerances);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("2 of 4 steps differ; first at step 1 (from 0): expected "
+                                      "F1, got B0"));
+  CHECK_THAT(verdict.output, Contains("expected F0 F1 B0 B1") && Contains("actual   F0 B0 F1 B1"));
+  CHECK_THAT(verdict.output, Contains("This is exactly what a warm-up one forward too short"));
+}
