@@ -162,14 +162,26 @@ std::string bytes_text(long long bytes) {
 // The student call must move its data through the Communicator it was given, about as much as
 // the reference moves or more (a padded Allreduce moves more and is fine). "About": the
 // Communicator's per-call estimates round down, so the same data in more, smaller calls counts
-// a little less; a quarter less is allowed.
+// a little less; a quarter less is allowed. The finding names the likely mistake: part of the
+// data was never sent (a chunk or block cut short), or none of it went through that
+// Communicator.
 std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
   if (expected.moved <= 0 || 4 * actual.moved >= 3 * expected.moved) return "";
-  return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
-         " through the Communicator it was given, where the reference moves " +
-         bytes_text(expected.moved) +
-         ": the data must travel through the calls of that Communicator the part allows. "
-         "Files, other communicators or MPI calls of your own do not count.\n";
+  const long long moved = std::max(actual.moved, 0LL);
+  std::string text = "moved " + bytes_text(moved) +
+                     " through the Communicator it was given, where the reference moves " +
+                     bytes_text(expected.moved) + ": ";
+  if (moved > 0) {
+    return text +
+           "some of the data never travelled. The usual cause is chunks or blocks cut too "
+           "short: the elements left over when the ranks do not divide the count never sent, "
+           "or a boundary off by one.\n";
+  }
+  return text +
+         "nothing went through it. Chunks or blocks cut too short send nothing (count / p is 0 "
+         "when the count is smaller than p); otherwise, the data must travel through the calls "
+         "of that Communicator that the part allows, not through files, another communicator "
+         "or MPI calls of your own.\n";
 }
 
 // Everything wrong with one rank's outputs, one finding per line.
