@@ -132,6 +132,16 @@ done
 for path in $left_out; do
   [ ! -e "$bundle/$path" ] || fail "the bundle holds $path, which only a disabled part needs"
 done
+# The sections both assignments share speak of this bundle: its archive, and test programs it
+# builds.
+for command in $(grep -o 'tar -xzf [^ ]*' "$bundle/handout.md" | cut -d' ' -f3 | sort -u); do
+  [ "$command" = "$top.tar.gz" ] || fail "the bundle's handout.md unpacks $command, not $top.tar.gz"
+done
+for program in $(grep -oE '(build/tests/|--target )test_[a-z_]+' "$bundle/handout.md" |
+  grep -o 'test_.*' | sort -u); do
+  [ -e "$bundle/tests/public/$program.cpp" ] ||
+    fail "the bundle's handout.md runs $program, a test program this bundle does not build"
+done
 other_heading=$([ "$assignment" = 1 ] && echo '^# Assignment 2' || echo '^## Part 1: splitting the data')
 grep -q "$other_heading" "$bundle/handout.md" && fail "the bundle's handout.md holds the other assignment's sections"
 for svg in "$bundle"/figs/*.svg; do
