@@ -33,7 +33,7 @@ for spec in allreduce:1.1 alltoall:1.5; do
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (order[j] < order[i]) { x = order[i]; order[i] = order[j]; order[j] = x }
       for (i = 1; i <= n; i++) {
         s = order[i]; ratio = t[s, "mine"] / t[s, "mpi"]
-        printf "%-10s %9d MB   mine / MPI = %5.2f   target <= %s   %s\n", name, s / 1048576, ratio, target, ratio <= target ? "ok" : "SLOWER"
+        printf "%-10s %9d MiB  mine / MPI = %5.2f   target <= %s   %s\n", name, s / 1048576, ratio, target, ratio <= target ? "ok" : "SLOWER"
       }
     }' "$csv")$'\n'
 done

@@ -4,9 +4,9 @@
 # The handout's pictures of the two schedules are real runs of the reference: rerun this script
 # when the trainer or the drawing changes.
 #
-# The model has its first layer narrower than the rest, so that partition_layers gives four
-# stages of about the same work (784 -> 128, then pairs of 256 -> 256). With more ranks than
-# cores, waiting ranks yield their core (mpi_yield_when_idle) so that they slow the others less.
+# The widths (784 -> 256, then 512s) give partition_layers four stages of about the same size.
+# With more ranks than cores, waiting ranks yield their core (mpi_yield_when_idle) so that they
+# slow the others less. handout.md (8.7) shows the same command, for students to rerun.
 #
 # usage: scripts/make-timeline-figures.sh [BUILD_DIR] [OUTPUT_DIR]   (defaults: build/, figs/)
 set -euo pipefail

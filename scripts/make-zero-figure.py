@@ -34,7 +34,7 @@ def measure(stage):
 def svg(reports):
     rank0 = [r["ranks"][0] for r in reports]
     psi = rank0[0]["stage_parameters"]
-    mb = 1 << 20
+    mib = 1 << 20
     widest = max(max(r["predicted_model_state_bytes"], sum(r["peak_bytes"][c] for c, _ in
                                                              CATEGORIES)) for r in rank0)
     left, right, top, row = 200, 980, 110, 70
@@ -46,7 +46,7 @@ def svg(reports):
            f'  <title>Measured model-state memory of one of {DP} data-parallel ranks training the '
            f'784-{HIDDEN.replace(",", "-")}-10 MLP (Ψ = {psi} parameters) with Adam in fp32, at '
            f'ZeRO stages 0 to 3: ' +
-           ", ".join(f'stage {s} {sum(r["peak_bytes"][c] for c, _ in CATEGORIES) / mb:.2f} MB'
+           ", ".join(f'stage {s} {sum(r["peak_bytes"][c] for c, _ in CATEGORIES) / mib:.2f} MiB'
                      for s, r in enumerate(rank0)) + '</title>',
            '  <rect width="1040" height="100%" fill="#ffffff"/>',
            f'  <text x="520" y="32" text-anchor="middle" font-size="17" font-weight="bold">Model '
@@ -76,14 +76,14 @@ def svg(reports):
                        f'fill="{colour}"/>')
             x += width
         total = sum(r["peak_bytes"][c] for c, _ in CATEGORIES)
-        out.append(f'  <text x="{x + 8:.1f}" y="{y + 27}" font-weight="bold">{total / mb:.2f} MB'
+        out.append(f'  <text x="{x + 8:.1f}" y="{y + 27}" font-weight="bold">{total / mib:.2f} MiB'
                    f'</text>')
         predicted = left + r["predicted_model_state_bytes"] * scale
         out.append(f'  <line x1="{predicted:.1f}" y1="{y + 2}" x2="{predicted:.1f}" y2="{y + 42}" '
                    'stroke="#222222" stroke-width="2" stroke-dasharray="4 3"/>')
-        detail = ", ".join(f'{name} {r["peak_bytes"][name] / mb:.2f}' for name, _ in CATEGORIES)
-        out.append(f'  <text x="{left}" y="{y + 54}" font-size="12" fill="#555555">{detail} MB; '
-                   f'sends {r["bytes_sent_per_step"] / mb:.2f} MB per step</text>')
+        detail = ", ".join(f'{name} {r["peak_bytes"][name] / mib:.2f}' for name, _ in CATEGORIES)
+        out.append(f'  <text x="{left}" y="{y + 54}" font-size="12" fill="#555555">{detail} MiB; '
+                   f'sends {r["bytes_sent_per_step"] / mib:.2f} MiB per step</text>')
     out.append('</svg>')
     return "\n".join(out) + "\n"
 

@@ -60,6 +60,7 @@ std::string TestCase::case_text() const {
     std::string text = "p=" + std::to_string(p);
     if (m > 0) text += " m=" + std::to_string(m);
     if (layers > 0) text += " layers=" + std::to_string(layers);
+    if (!costs.empty()) text += " costs=" + costs;
     if (!schedule.empty()) text += " " + schedule;
     if (!type.empty()) text += " " + type;
     if (width > 0) text += " width=" + std::to_string(width);
@@ -175,6 +176,12 @@ TestCase parse_zero(const CheckInfo& check, const std::string& text) {
   return test;
 }
 
+// The profiles of partition_layers' costs (checks_pipeline.cpp draws them).
+bool is_cost_profile(const std::string& name) {
+  return name == "random" || name == "heavy-ends" || name == "dominant-first" ||
+         name == "zero-layers";
+}
+
 // "p=4 m=8 layers=12 1f1b float width=4096": key=value numbers and words, in any order.
 TestCase parse_pipeline(const CheckInfo& check, const std::string& text) {
   TestCase test;
@@ -190,6 +197,8 @@ TestCase parse_pipeline(const CheckInfo& check, const std::string& text) {
       test.layers = static_cast<int>(*field.number);
     } else if (field.key == "width" && field.count_in(1, 1 << 22)) {
       test.width = static_cast<std::size_t>(*field.number);
+    } else if (field.key == "costs" && is_cost_profile(token.substr(6))) {
+      test.costs = token.substr(6);
     } else if (token == "gpipe" || token == "1f1b") {
       test.schedule = token;
     } else if (check.typed && (token == "float" || token == "double")) {
@@ -197,13 +206,15 @@ TestCase parse_pipeline(const CheckInfo& check, const std::string& text) {
     } else {
       bad_case(check.function, text,
                "unknown word \"" + token +
-                   "\" (expected p=P, m=M, layers=L, width=W, gpipe, "
-                   "1f1b" +
+                   "\" (expected p=P, m=M, layers=L, costs=random|heavy-ends|dominant-first|"
+                   "zero-layers, width=W, gpipe, 1f1b" +
                    std::string(check.typed ? ", float or double)" : ")"));
     }
   }
   if (test.m == 0 && test.layers == 0)
     bad_case(check.function, text, "says neither m=M nor layers=L");
+  if (!test.costs.empty() && test.layers == 0)
+    bad_case(check.function, text, "has costs= without layers=L");
   if (check.typed && test.type.empty())
     bad_case(check.function, text, "says neither float nor double");
   return test;

@@ -18,9 +18,11 @@
 //           "speed p=P bytes=B repetitions=N": times the function against its MPI counterpart
 //           (CheckInfo::timed_against) on B bytes of floats, summed; the speed bonus's
 //           measurement, planned by the grader from the manifest's speed_bonus
-//   pipeline "p=P m=M [layers=L] [gpipe|1f1b] [float|double] [width=W]" (assignment 2, Part 8):
-//           P stages, M micro-batches, L layers to partition, the schedule, the value type and
-//           the activation width; the run_pipeline_schedule checks run on P ranks
+//   pipeline "p=P m=M [layers=L [costs=PROFILE]] [gpipe|1f1b] [float|double] [width=W]"
+//           (assignment 2, Part 8): P stages, M micro-batches, L layers to partition and the
+//           profile of their costs (random, heavy-ends, dominant-first or zero-layers: the
+//           structure, fixed by the case; the seed draws the values), the schedule, the value
+//           type and the activation width; the run_pipeline_schedule checks run on P ranks
 //   layout   with "pp=P" too for get_pipeline_info: the (mp, dp, pp) grid of mp * dp * pp ranks
 //   zero    "psi=7.5e9 dp=64 [k=12]" or "random [tag]" (9.1: Ψ, N_d and k drawn from the seed),
 //           "numel=10 dp=4 [float|double]" (9.2 to 9.5; the collectives run on dp ranks)
@@ -55,6 +57,7 @@ struct TestCase {
   int m = 0, layers = 0;   // pipeline checks: micro-batches, layers to partition
   std::size_t width = 0;   // pipeline checks: activation width (0: the check's default)
   std::string schedule;    // pipeline checks: "gpipe" or "1f1b"
+  std::string costs;       // partition checks: the layer costs' profile ("" = random)
   double psi = 0, k = 12;  // zero checks: parameters and optimizer bytes per parameter
   std::size_t numel = 0;   // zero checks: the flat vector's length
   std::map<std::string, double> values;  // fields checks: key=value

@@ -1,10 +1,12 @@
 // Part 8 (assignment 2): pipeline parallelism. Partitions are judged by what they achieve (any
 // optimal partition is right), the clock and 1F1B exactly, GPipe by the rules of its order, the
 // grid like get_info, and the executor by driving a test stage of the grader's own through it on
-// p ranks: every call's order, and every activation and gradient it is handed, against the
-// serial step.
+// p ranks: every call's order, and every activation and gradient it is handed (of a shape that
+// differs at every stage boundary), against the serial step.
 #include <algorithm>
 #include <numeric>
+
+#include <xtensor/xview.hpp>
 
 #include "check_context.hpp"
 
@@ -12,19 +14,34 @@ namespace dtk::grade {
 
 namespace {
 
-// Layer costs drawn from the seed: whole numbers 1 to 99, so that stage sums are exact and the
-// optimal largest stage is one number. A heavy first and last layer (an embedding and a head)
-// in every other case.
+// Layer costs: the case's profile fixes their structure, the seed draws the values (whole
+// numbers, so that stage sums are exact and the optimal largest stage is one number), so that a
+// partition is judged alike at every grading.
+//   random          every layer 1 to 99
+//   heavy-ends      the same plus 200 on the first and 150 on the last layer (an embedding and a
+//                   head)
+//   dominant-first  the first layer heavier than all the others together: the largest stage is
+//                   that layer whatever the cut, so many cuts tie for the optimum, among them
+//                   cuts with an empty stage
+//   zero-layers     every third layer 1 to 99, the others 0 (costs may be 0): ties again
 std::vector<double> layer_costs(CheckContext& context) {
   Rng rng = context.rng("layer costs");
+  const std::string& profile = context.test.costs;
   std::vector<double> costs(context.test.layers);
-  for (double& cost : costs) cost = rng.uniform_int(1, 99);
-  if (context.test.layers > 2 && context.test.layers % 2 == 0) {
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    const bool zero = profile == "zero-layers" && i % 3 != 2;
+    costs[i] = zero ? 0 : rng.uniform_int(1, 99);
+  }
+  if (profile == "heavy-ends") {
     costs.front() += 200;
     costs.back() += 150;
+  } else if (profile == "dominant-first") {
+    costs.front() += std::accumulate(costs.begin() + 1, costs.end(), 0.0);
   }
   return costs;
 }
+
+std::string stages_text(int p) { return std::to_string(p) + (p == 1 ? " stage" : " stages"); }
 
 std::string listed(const std::vector<double>& values) {
   std::string text;
@@ -36,24 +53,33 @@ void check_partition_layers(CheckContext& context) {
   const std::vector<double> costs = layer_costs(context);
   const int p = context.test.p, n = static_cast<int>(costs.size());
   context.out.note(std::to_string(n) + " layers of costs {" + listed(costs) + "} into " +
-                   std::to_string(p) + " stages");
+                   stages_text(p));
   const std::vector<int> b = partition_layers(costs, p);
-  bool valid = static_cast<int>(b.size()) == p + 1 && b.front() == 0 && b.back() == n;
-  for (std::size_t s = 0; valid && s + 1 < b.size(); ++s) valid = b[s] < b[s + 1];
-  double largest = 0;
-  for (std::size_t s = 0; valid && s + 1 < b.size(); ++s)
+  // Valid: p + 1 boundaries from 0 to n, increasing (every stage holds a layer). The count of
+  // empty or backward stages makes the usual mistake plain in the feedback.
+  const bool framed = static_cast<int>(b.size()) == p + 1 && b.front() == 0 && b.back() == n;
+  int empty = 0, backward = 0;
+  for (std::size_t s = 0; framed && s + 1 < b.size(); ++s) {
+    empty += b[s] == b[s + 1];
+    backward += b[s] > b[s + 1];
+  }
+  // The largest stage is judged on its own: a partition with empty stages (which never lower
+  // the optimum) loses the item above, not this one.
+  double largest = -1;
+  for (std::size_t s = 0; framed && backward == 0 && s + 1 < b.size(); ++s)
     largest =
         std::max(largest, std::accumulate(costs.begin() + b[s], costs.begin() + b[s + 1], 0.0));
   context.out.part("a valid partition");
-  context.out.integer("p + 1 boundaries from 0 to n, every stage at least one layer (1 = yes)",
-                      valid ? 1 : 0);
+  context.out.integer("p + 1 boundaries, the first 0 and the last n (1 = yes)", framed ? 1 : 0);
+  context.out.integer("empty stages (b[s] == b[s + 1])", empty);
+  context.out.integer("stages that end before they begin (b[s] > b[s + 1])", backward);
   context.out.part("the largest stage as small as possible");
-  context.out.real("the largest stage's cost", valid ? largest : -1);
+  context.out.real("the largest stage's cost", largest);
 }
 
 void check_gpipe_clock_cycles(CheckContext& context) {
   const int m = context.test.m, p = context.test.p;
-  context.out.note(std::to_string(m) + " micro-batches on " + std::to_string(p) + " stages");
+  context.out.note(std::to_string(m) + " micro-batches on " + stages_text(p));
   const auto ticks = gpipe_clock_cycles(m, p);
   context.out.integer("ticks", static_cast<long long>(ticks.size()));
   for (std::size_t k = 0; k < ticks.size(); ++k) {
@@ -66,33 +92,62 @@ void check_gpipe_clock_cycles(CheckContext& context) {
   }
 }
 
-// Steps as two rows: the ops (0 = forward, 1 = backward), then their micro-batches.
-xt::xtensor<std::int32_t, 2> as_rows(const std::vector<std::array<int, 2>>& steps) {
-  xt::xtensor<std::int32_t, 2> rows({2, steps.size()});
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    rows(0, i) = steps[i][0];
-    rows(1, i) = steps[i][1];
-  }
-  return rows;
-}
-
-std::vector<std::array<int, 2>> as_pairs(const std::vector<PipeStep>& steps) {
-  std::vector<std::array<int, 2>> pairs;
+// A schedule as a record of dtype "step" (the judge prints it "F0 F1 B0 ...", as the public
+// tests do): forward(mb) is mb, backward(mb) is -1 - mb.
+std::vector<double> step_codes(const std::vector<PipeStep>& steps) {
+  std::vector<double> codes;
   for (const PipeStep& step : steps)
-    pairs.push_back({step.op == PipeOp::Forward ? 0 : 1, step.microbatch});
-  return pairs;
+    codes.push_back(step.op == PipeOp::Forward ? step.microbatch : -1 - step.microbatch);
+  return codes;
 }
 
-const char* const kStepRows =
-    "row 0: the ops (0 = forward, 1 = backward), row 1: their micro-batches";
+void record_steps(RecordWriter& out, const std::string& name, const std::vector<PipeStep>& steps) {
+  out.tensor(name, "step", {steps.size()}, step_codes(steps));
+}
+
+void record_steps_mistake(RecordWriter& out, const std::string& name, const std::string& mistake,
+                          const std::vector<PipeStep>& steps) {
+  out.mistake(name, mistake, "step", {steps.size()}, step_codes(steps));
+}
+
+// The schedules the executor is given (the grader's own, so that a wrong 8.3 costs 8.3 only),
+// and the known mistakes of 8.3.
+std::vector<PipeStep> gpipe_order(int m) {
+  std::vector<PipeStep> steps;
+  for (int mb = 0; mb < m; ++mb) steps.push_back({PipeOp::Forward, mb});
+  for (int mb = 0; mb < m; ++mb) steps.push_back({PipeOp::Backward, mb});
+  return steps;
+}
+
+// 1F1B with `warm_up` forwards first (the right number is min(p - s - 1, m)).
+std::vector<PipeStep> one_f_one_b_order(int m, int warm_up) {
+  std::vector<PipeStep> steps;
+  int forward = 0, backward = 0;
+  while (forward < warm_up) steps.push_back({PipeOp::Forward, forward++});
+  while (forward < m) {
+    steps.push_back({PipeOp::Forward, forward++});
+    steps.push_back({PipeOp::Backward, backward++});
+  }
+  while (backward < m) steps.push_back({PipeOp::Backward, backward++});
+  return steps;
+}
+
+std::vector<PipeStep> reference_one_f_one_b(int s, int p, int m) {
+  return one_f_one_b_order(m, std::min(p - s - 1, m));
+}
 
 void check_one_f_one_b_schedule(CheckContext& context) {
   const int m = context.test.m, p = context.test.p;
-  context.out.note(std::to_string(m) + " micro-batches on " + std::to_string(p) + " stages; " +
-                   kStepRows);
+  context.out.note(std::to_string(m) + " micro-batches on " + stages_text(p) +
+                   "; F3 is the forward of micro-batch 3, B3 its backward");
   for (int s = 0; s < p; ++s) {
-    record_tensor(context.out, "stage " + std::to_string(s),
-                  as_rows(as_pairs(one_f_one_b_schedule(s, p, m))));
+    const std::string name = "stage " + std::to_string(s);
+    record_steps(context.out, name, one_f_one_b_schedule(s, p, m));
+    record_steps_mistake(context.out, name,
+                         "a warm-up one forward too long (min(p - s, m) forwards instead of "
+                         "min(p - s - 1, m))",
+                         one_f_one_b_order(m, std::min(p - s, m)));
+    record_steps_mistake(context.out, name, "GPipe's order (every forward first)", gpipe_order(m));
   }
 }
 
@@ -117,8 +172,8 @@ bool gpipe_valid(const std::vector<PipeStep>& steps, int m) {
 
 void check_gpipe_schedule(CheckContext& context) {
   const int m = context.test.m, p = context.test.p;
-  context.out.note(std::to_string(m) + " micro-batches on " + std::to_string(p) +
-                   " stages: each forward once, then each backward once, in micro-batch order");
+  context.out.note(std::to_string(m) + " micro-batches on " + stages_text(p) +
+                   ": each forward once, then each backward once, in micro-batch order");
   for (int s = 0; s < p; ++s) {
     context.out.integer("stage " + std::to_string(s) + ": a valid GPipe order (1 = yes)",
                         gpipe_valid(gpipe_schedule(s, p, m), m) ? 1 : 0);
@@ -153,32 +208,14 @@ void check_get_pipeline_info(CheckContext& context) {
 
 // --- 8.5: the executor ------------------------------------------------------------------------
 
-// The schedules the executor is given: the grader's own, so that a wrong 8.3 costs 8.3 only.
-std::vector<PipeStep> reference_gpipe(int m) {
-  std::vector<PipeStep> steps;
-  for (int mb = 0; mb < m; ++mb) steps.push_back({PipeOp::Forward, mb});
-  for (int mb = 0; mb < m; ++mb) steps.push_back({PipeOp::Backward, mb});
-  return steps;
-}
-
-std::vector<PipeStep> reference_one_f_one_b(int s, int p, int m) {
-  std::vector<PipeStep> steps;
-  const int warmup = std::min(p - s - 1, m);
-  int forward = 0, backward = 0;
-  while (forward < warmup) steps.push_back({PipeOp::Forward, forward++});
-  while (forward < m) {
-    steps.push_back({PipeOp::Forward, forward++});
-    steps.push_back({PipeOp::Backward, backward++});
-  }
-  while (backward < m) steps.push_back({PipeOp::Backward, backward++});
-  return steps;
-}
-
-// The grader's stage s of p: activations are (rows, width), value-tagged so that a misplaced
-// tensor names its origin: forward multiplies by w_s = 1 + s/8 and adds s; backward multiplies
-// the gradient by w_s. Inputs of micro-batch b: 1000 b + (i % 97). The last stage's loss
-// gradient is its output. It records what it is asked to do and what it is handed, and checks
-// every tensor against the serial step.
+// The grader's stage s of p. The activation entering stage s of micro-batch mb is (rows +
+// mb % 2, width + s): its shape differs at every boundary and between neighbouring
+// micro-batches, so a buffer sized by the wrong shape (a gradient received into input_shape,
+// micro-batch 0's shape reused) fails. Values are tagged so that a misplaced tensor names its
+// origin: forward multiplies by w_s = 1 + s/8, adds s and appends a column of s; backward drops
+// the gradient's last column and multiplies by w_s. Inputs of micro-batch mb: 1000 mb + (i % 97).
+// The last stage's loss gradient is its output. It records what it is asked to do and what it
+// is handed, and checks every tensor against the serial step.
 template <class T>
 class GraderStage : public PipelineStage<T> {
  public:
@@ -187,44 +224,53 @@ class GraderStage : public PipelineStage<T> {
 
   bool is_first() const override { return s_ == 0; }
   bool is_last() const override { return s_ == p_ - 1; }
-  std::array<std::size_t, 2> input_shape(int) const override { return {rows_, width_}; }
-  std::array<std::size_t, 2> output_shape(int) const override { return {rows_, width_}; }
+  std::array<std::size_t, 2> input_shape(int mb) const override { return shape(mb, s_); }
+  std::array<std::size_t, 2> output_shape(int mb) const override { return shape(mb, s_ + 1); }
   xt::xtensor<T, 2> input_microbatch(int mb) const override { return serial_input(mb, 0); }
   xt::xtensor<T, 2> forward(int mb, const xt::xtensor<T, 2>& input) override {
-    calls.push_back({0, mb});
+    calls.push_back({PipeOp::Forward, mb});
     wrong_inputs += !same(input, serial_input(mb, s_));
-    outputs_.at(mb) = apply(input);
+    outputs_.at(mb) = apply_stage(input, s_);
     return outputs_.at(mb);
   }
   xt::xtensor<T, 2> loss_grad(int mb) const override { return outputs_.at(mb); }
   xt::xtensor<T, 2> backward(int mb, const xt::xtensor<T, 2>& output_grad) override {
-    calls.push_back({1, mb});
+    calls.push_back({PipeOp::Backward, mb});
     wrong_grads += !same(output_grad, serial_grad(mb, s_));
-    return output_grad * weight(s_);
+    return input_grad(output_grad, s_);
   }
 
-  std::vector<std::array<int, 2>> calls;  // (op, microbatch), op 0 = forward, 1 = backward
+  std::vector<PipeStep> calls;
   int wrong_inputs = 0, wrong_grads = 0;
 
  private:
   static T weight(int s) { return T(1) + T(s) / T(8); }
-  xt::xtensor<T, 2> apply_stage(const xt::xtensor<T, 2>& x, int s) const {
-    return x * weight(s) + T(s);
+  // The activation entering stage s (leaving stage s - 1).
+  std::array<std::size_t, 2> shape(int mb, int s) const {
+    return {rows_ + mb % 2, width_ + static_cast<std::size_t>(s)};
   }
-  xt::xtensor<T, 2> apply(const xt::xtensor<T, 2>& x) const { return apply_stage(x, s_); }
+  static xt::xtensor<T, 2> apply_stage(const xt::xtensor<T, 2>& x, int s) {
+    xt::xtensor<T, 2> y = xt::xtensor<T, 2>::from_shape({x.shape(0), x.shape(1) + 1});
+    xt::view(y, xt::all(), xt::range(0, x.shape(1))) = x * weight(s) + T(s);
+    xt::view(y, xt::all(), x.shape(1)) = T(s);
+    return y;
+  }
+  static xt::xtensor<T, 2> input_grad(const xt::xtensor<T, 2>& g, int s) {
+    return xt::view(g, xt::all(), xt::range(0, g.shape(1) - 1)) * weight(s);
+  }
   // What stage `s` must be given in forward(mb): the micro-batch through stages 0 .. s - 1.
   xt::xtensor<T, 2> serial_input(int mb, int s) const {
-    xt::xtensor<T, 2> x({rows_, width_});
+    xt::xtensor<T, 2> x = xt::xtensor<T, 2>::from_shape(shape(mb, 0));
     for (std::size_t i = 0; i < x.size(); ++i)
       x.data()[i] = T(1000 * mb + static_cast<int>(i % 97));
     for (int k = 0; k < s; ++k) x = apply_stage(x, k);
     return x;
   }
-  // What stage `s` must be given in backward(mb): the last output through the weights of
-  // stages p - 1 .. s + 1.
+  // What stage `s` must be given in backward(mb): the last output back through stages
+  // p - 1 .. s + 1.
   xt::xtensor<T, 2> serial_grad(int mb, int s) const {
     xt::xtensor<T, 2> g = serial_input(mb, p_);
-    for (int k = p_ - 1; k > s; --k) g = g * weight(k);
+    for (int k = p_ - 1; k > s; --k) g = input_grad(g, k);
     return g;
   }
   static bool same(const xt::xtensor<T, 2>& a, const xt::xtensor<T, 2>& b) {
@@ -241,20 +287,20 @@ void pipeline_case(CheckContext& context) {
   const TestCase& test = context.test;
   const int p = test.p, m = test.m, s = context.world.Get_rank();
   const std::size_t rows = 4, width = test.width ? test.width : 3;
-  context.out.note(std::to_string(p) + " stages, " + std::to_string(m) + " micro-batches, " +
-                   test.schedule + ", activations (" + std::to_string(rows) + ", " +
-                   std::to_string(width) + ") of " + test.type + " (" +
-                   std::to_string(rows * width * sizeof(T)) + " bytes)");
+  context.out.note(stages_text(p) + ", " + std::to_string(m) + " micro-batches, " + test.schedule +
+                   ", " + test.type + "; the activation of micro-batch mb into stage s is (" +
+                   std::to_string(rows) + " + mb % 2, " + std::to_string(width) +
+                   " + s), so stage s's input_shape and output_shape differ (" +
+                   std::to_string(rows * width * sizeof(T)) + " bytes into stage 0)");
   GraderStage<T> stage(s, p, m, rows, width);
   const std::vector<PipeStep> schedule =
-      test.schedule == "gpipe" ? reference_gpipe(m) : reference_one_f_one_b(s, p, m);
+      test.schedule == "gpipe" ? gpipe_order(m) : reference_one_f_one_b(s, p, m);
   moved_through(context, context.world, [&] {
     run_pipeline_schedule<T>(stage, schedule, context.world);
     return 0;
   });
   context.out.part("the order of forward and backward calls");
-  record_tensor(context.out, std::string("the stage's calls (") + kStepRows + ")",
-                as_rows(stage.calls));
+  record_steps(context.out, "the stage's calls", stage.calls);
   context.out.part("activations received");
   context.out.integer("forward calls given another input than the serial step's",
                       stage.wrong_inputs);

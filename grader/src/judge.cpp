@@ -38,16 +38,32 @@ std::string index_text(std::size_t index, const std::vector<std::size_t>& shape)
   return shape_text(at);
 }
 
+// One element as the feedback shows it: a number with the digits of its type, or a schedule's
+// step ("step" records: micro-batch mb's forward is mb, its backward -1 - mb) as "F3" or "B3".
+std::string element_text(const Value& value, double element) {
+  if (value.dtype == "step") {
+    const long long code = std::llround(element);
+    return code >= 0 ? "F" + std::to_string(code) : "B" + std::to_string(-1 - code);
+  }
+  return number(element, value.dtype == "float");
+}
+
 // A small tensor as nested rows, one per line, aligned under the first after the 11 characters
 // of "  expected " or "  actual   ":
 //   expected [[1, 2],
 //             [3, 4]]
+// A schedule reads as the public tests write it: F0 F1 B0 ...
 std::string tensor_text(const Value& value) {
-  const bool is_float = value.dtype == "float";
+  if (value.dtype == "step") {
+    std::string text;
+    for (double element : value.values)
+      text += (text.empty() ? "" : " ") + element_text(value, element);
+    return text.empty() ? "(no steps)" : text;
+  }
   auto row = [&](std::size_t begin, std::size_t end) {
     std::string text = "[";
     for (std::size_t i = begin; i < end; ++i) {
-      text += (i > begin ? ", " : "") + number(value.values[i], is_float);
+      text += (i > begin ? ", " : "") + element_text(value, value.values[i]);
     }
     return text + "]";
   };
@@ -81,7 +97,7 @@ bool same_tensor(const Value& expected, const Value& actual, double rtol) {
 }
 
 double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
-  if (expected.dtype == "int32" || expected.dtype == "int64") return 0;
+  if (expected.dtype == "int32" || expected.dtype == "int64" || expected.dtype == "step") return 0;
   return expected.dtype == "float" ? tolerances.float_rtol : tolerances.double_rtol;
 }
 
@@ -113,9 +129,13 @@ std::string compare(const std::string& name, const Value& expected, const Value&
            number(100 * tolerances.real_rtol) + "%), got " + number(actual.values[0]);
   }
   const bool small = expected.values.size() <= kShowAll && actual.values.size() <= kShowAll;
+  const bool steps = expected.dtype == "step";
   if (expected.shape != actual.shape) {
-    std::string text = name + ": expected shape " + shape_text(expected.shape) + ", got " +
-                       shape_text(actual.shape);
+    std::string text =
+        name + ": expected " +
+        (steps ? std::to_string(expected.values.size()) + " steps, got " +
+                     std::to_string(actual.values.size())
+               : "shape " + shape_text(expected.shape) + ", got " + shape_text(actual.shape));
     if (small)
       text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
     return text + known_mistake(name, actual, mistakes, tolerances);
@@ -125,10 +145,11 @@ std::string compare(const std::string& name, const Value& expected, const Value&
   const std::size_t wrong = differences(expected, actual, rtol, first);
   if (wrong == 0) return "";
   std::string text = name + ": " + std::to_string(wrong) + " of " +
-                     std::to_string(expected.values.size()) + " values differ; first at " +
-                     index_text(first, expected.shape) + ": expected " +
-                     number(expected.values[first], expected.dtype == "float") + ", got " +
-                     number(actual.values[first], expected.dtype == "float");
+                     std::to_string(expected.values.size()) +
+                     (steps ? " steps differ; first at step " + std::to_string(first) + " (from 0)"
+                            : " values differ; first at " + index_text(first, expected.shape)) +
+                     ": expected " + element_text(expected, expected.values[first]) + ", got " +
+                     element_text(actual, actual.values[first]);
   if (small)
     text += "\n  expected " + tensor_text(expected) + "\n  actual   " + tensor_text(actual);
   return text + known_mistake(name, actual, mistakes, tolerances);
@@ -141,14 +162,26 @@ std::string bytes_text(long long bytes) {
 // The student call must move its data through the Communicator it was given, about as much as
 // the reference moves or more (a padded Allreduce moves more and is fine). "About": the
 // Communicator's per-call estimates round down, so the same data in more, smaller calls counts
-// a little less; a quarter less is allowed.
+// a little less; a quarter less is allowed. The finding names the likely mistake: part of the
+// data was never sent (a chunk or block cut short), or none of it went through that
+// Communicator.
 std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
   if (expected.moved <= 0 || 4 * actual.moved >= 3 * expected.moved) return "";
-  return "moved " + bytes_text(std::max(actual.moved, 0LL)) +
-         " through the Communicator it was given, where the reference moves " +
-         bytes_text(expected.moved) +
-         ": the data must travel through the calls of that Communicator the part allows. "
-         "Files, other communicators or MPI calls of your own do not count.\n";
+  const long long moved = std::max(actual.moved, 0LL);
+  std::string text = "moved " + bytes_text(moved) +
+                     " through the Communicator it was given, where the reference moves " +
+                     bytes_text(expected.moved) + ": ";
+  if (moved > 0) {
+    return text +
+           "some of the data never travelled. The usual cause is chunks or blocks cut too "
+           "short: the elements left over when the ranks do not divide the count never sent, "
+           "or a boundary off by one.\n";
+  }
+  return text +
+         "nothing went through it. Chunks or blocks cut too short send nothing (count / p is 0 "
+         "when the count is smaller than p); otherwise, the data must travel through the calls "
+         "of that Communicator that the part allows, not through files, another communicator "
+         "or MPI calls of your own.\n";
 }
 
 // Everything wrong with one rank's outputs, one finding per line.

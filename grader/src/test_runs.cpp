@@ -48,6 +48,16 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
   return argv;
 }
 
+// "MPI reported MPI_ERR_TRUNCATE: message truncated.\n" when the output holds an error MPI
+// reported (its fatal error handler prints it in the middle of a long abort message, which the
+// output's tail may not show), else "".
+std::string mpi_error(const std::string& output) {
+  const std::size_t at = output.find("MPI_ERR_");
+  if (at == std::string::npos) return "";
+  const std::size_t end = output.find('\n', at);
+  return "MPI reported " + output.substr(at, end == std::string::npos ? end : end - at) + ".\n";
+}
+
 std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Outcome& outcome,
                                const Launcher& launcher) {
   for (std::size_t r = 0; r < outputs.size(); ++r) {
@@ -61,8 +71,8 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
     const std::string rank = "rank " + std::to_string(r);
     if (outputs[r].crash_signal != 0) {
       return rank + " crashed during this test: signal " + std::to_string(outputs[r].crash_signal) +
-             " (" + strsignal(outputs[r].crash_signal) + "). The end of the output:\n" +
-             last_lines(outcome.output, kLogLines);
+             " (" + strsignal(outputs[r].crash_signal) + "). " + mpi_error(outcome.output) +
+             "The end of the output:\n" + last_lines(outcome.output, kLogLines);
     }
     if (outputs[r].exited) {
       return rank +
@@ -96,8 +106,20 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
            " s (a deadlock, an endless loop or a sleep that ignores the watchdog)";
   }
   std::string text = "the test program stopped during this test (" + outcome.describe() +
-                     "): a crash, an abort or an exit. The end of its output:\n";
+                     "): a crash, an abort or an exit. " + mpi_error(outcome.output) +
+                     "The end of its output:\n";
   return text + last_lines(outcome.output, kLogLines);
+}
+
+// Whether a test that did not finish died by itself (a signal, an exit, the program stopping)
+// rather than hanging, being tampered with or going over a limit. Such a death can be the work
+// of an earlier test in the same process (memory it corrupted, a thread it left running), so
+// the test is run again alone before it is charged.
+bool died(const std::vector<TestOutput>& outputs, const Outcome& outcome) {
+  for (const TestOutput& output : outputs) {
+    if (output.tampered || output.timed_out) return false;
+  }
+  return outcome.over_limit.empty() && !outcome.stopped_by_signal && !outcome.timed_out;
 }
 
 // What the runner must know but the code under test must not: a fresh random key for the
@@ -189,6 +211,15 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
       }
       if (run.finished) continue;
       run.problem = unfinished_problem(run.ranks, outcome, launcher);
+      if (done > 0 && died(run.ranks, outcome)) {
+        // Other tests ran before it in this process: only a death in a process of its own
+        // counts against it (a Part 3 that corrupts memory must not cost Part 6 its points).
+        TestRun alone = run_tests(launcher, {test}, ranks).at(test.id());
+        if (!alone.finished) {
+          alone.problem = "run again alone, in a fresh process, it died again: " + alone.problem;
+        }
+        run = std::move(alone);
+      }
       if (!began && done == 0) {
         // The program did not even start its first test: it would not start for any.
         for (const TestCase& rest : remaining) {

@@ -4,7 +4,9 @@
 // Tests of one rank count run in one launch. When a launch dies or hangs, the tests it finished
 // keep their outputs, the test it was in is failed (crash or timeout, with the log's tail), and
 // the tests after it run again in a fresh launch: a hang or a crash costs only the test it
-// happens in.
+// happens in. A test that crashed after other tests in the same process is first run again
+// alone, in a fresh launch, and charged only if it dies there too: earlier tests can leave the
+// process broken (memory corrupted by another part's function).
 #pragma once
 
 #include <cstdint>

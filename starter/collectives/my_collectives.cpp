@@ -23,12 +23,12 @@ void my_allreduce(const xt::xtensor<T, 1>& src, xt::xtensor<T, 1>& dst, MPI_Op o
   // TODO (Part 7): ring all-reduce of n = src.size() elements over p = comm.Get_size() ranks.
   //  1. Cut the n elements into p chunks, as evenly as possible: the first n % p chunks get
   //     n / p + 1 elements, the others n / p (with n < p some chunks are empty).
-  //  2. Reduce-scatter, p - 1 steps: rank r sends one chunk to r + 1 and receives another
-  //     from r - 1 in the same comm.Sendrecv(send_ptr, send_count, right, recv_ptr,
-  //     recv_count, left) (pointer form: chunk c is dst.data() + its first index), then folds
-  //     its own values of the received chunk in with op. After step p - 2, rank r holds one
-  //     whole chunk reduced over all ranks (which one depends on where you start: see the
-  //     handout's figure).
+  //  2. Reduce-scatter, p - 1 steps, numbered 1 to p - 1 as in the handout: in each, rank r
+  //     sends one chunk to r + 1 and receives another from r - 1 in the same
+  //     comm.Sendrecv(send_ptr, send_count, right, recv_ptr, recv_count, left) (pointer form:
+  //     chunk c is dst.data() + its first index), then folds its own values of the received
+  //     chunk in with op. After step p - 1, rank r holds one whole chunk reduced over all
+  //     ranks (in the handout's order, chunk r + 1 mod p: see its figure).
   //  3. All-gather, p - 1 steps: pass the reduced chunks around the same ring until every
   //     rank has all p of them in dst.
   //  Ops: MPI_SUM, MPI_MIN, MPI_MAX (compare op == MPI_SUM; no MPI call needed). With p = 1,
@@ -57,7 +57,7 @@ void my_alltoall(const xt::xtensor<T, 1>& src, xt::xtensor<T, 1>& dst, Communica
   // TODO (Part 7): with k = src.size() / p, block b of src (elements [b * k, (b + 1) * k))
   // goes to rank b, where it lands as block r of dst (r = this rank). Keep your own block with
   // a copy; exchange the others in p - 1 steps of comm.Sendrecv, pairing the ranks so that
-  // nobody waits: in step s, send to r + s and receive from r - s (mod p).
+  // nobody waits: in step s (s = 1 .. p - 1), send to r + s and receive from r - s (mod p).
   throw NotImplemented("my_alltoall", "collectives/my_collectives.cpp");
 }
 

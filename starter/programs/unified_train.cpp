@@ -225,7 +225,7 @@ void print_result(long steps, std::int64_t images, double seconds, const BatchSt
   std::fflush(stdout);
 }
 
-std::string megabytes(std::uint64_t bytes) {
+std::string mebibytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));
   return text;

@@ -48,8 +48,8 @@ Mnist load_data(const std::string& dir, const Communicator& world, int classes);
 void print_result(long steps, std::int64_t images, double seconds, const BatchStats& last_epoch,
                   double test_accuracy, std::size_t test_images);
 
-// "      1.23": bytes as MB, right-aligned in 10 characters.
-std::string megabytes(std::uint64_t bytes);
+// "      1.23": bytes as MiB (2^20 bytes), right-aligned in 10 characters.
+std::string mebibytes(std::uint64_t bytes);
 
 // Collective over world; each throws UsageError for flags its model cannot use.
 void run_replicas(const Options& options, const Communicator& world);

@@ -52,7 +52,7 @@ std::optional<double> predicted_state_bytes(const PipelineTrainOptions& p,
 // The prediction as a table column ("9.1 todo" without it) and in the report (null).
 std::string predicted_text(const PipelineTrainOptions& p, std::size_t stage_parameters) {
   const std::optional<double> bytes = predicted_state_bytes(p, stage_parameters);
-  return bytes ? megabytes(static_cast<std::uint64_t>(*bytes)) : "  9.1 todo";
+  return bytes ? mebibytes(static_cast<std::uint64_t>(*bytes)) : "  9.1 todo";
 }
 
 nlohmann::json predicted_json(const PipelineTrainOptions& p, std::size_t stage_parameters) {
@@ -89,26 +89,26 @@ std::size_t stash_bound(const PipelineTrainOptions& p, int stage) {
   return static_cast<std::size_t>(std::min(bound, p.num_microbatches));
 }
 
-// A column of megabytes per step.
+// A column of MiB per step.
 std::string per_step(std::uint64_t bytes, long steps) {
-  return megabytes(steps ? bytes / steps : 0);
+  return mebibytes(steps ? bytes / steps : 0);
 }
 
 void print_pipeline_table(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
   const double theory = double(p.pp_size - 1) / (p.num_microbatches + p.pp_size - 1);
   std::printf(
       "\nPer rank: the bubble (idle share of the schedule's time; theory (p - 1) / (m + p - 1) "
-      "= %.3f), the micro-batches stashed at once (%s bound), and the MB sent per step:\n",
+      "= %.3f), the micro-batches stashed at once (%s bound), and the MiB sent per step:\n",
       theory, p.schedule == Schedule::GPipe ? "GPipe's: m" : "1F1B's: min(p - s, m)");
-  std::printf("  %4s %5s %3s %3s %7s %7s %8s %6s %14s %10s %10s %10s\n", "rank", "stage", "dp",
-              "mp", "layers", "bubble", "stashed", "bound", "activations MB", "pipeline",
+  std::printf("  %4s %5s %3s %3s %7s %7s %8s %6s %15s %10s %10s %10s\n", "rank", "stage", "dp",
+              "mp", "layers", "bubble", "stashed", "bound", "activations MiB", "pipeline",
               "data par.", "tensor par.");
   for (const RankMeasurements& m : r.ranks) {
     const std::string layers =
         std::to_string(m.first_layer) + "-" + std::to_string(m.last_layer - 1);
-    std::printf("  %4d %5d %3d %3d %7s %7.3f %8zu %6zu %14s %s %s %s\n", m.rank, m.pp_idx, m.dp_idx,
+    std::printf("  %4d %5d %3d %3d %7s %7.3f %8zu %6zu %15s %s %s %s\n", m.rank, m.pp_idx, m.dp_idx,
                 m.mp_idx, layers.c_str(), m.bubble_fraction, m.peak_stashed_microbatches,
-                stash_bound(p, m.pp_idx), megabytes(m.peak_activation_bytes).c_str(),
+                stash_bound(p, m.pp_idx), mebibytes(m.peak_activation_bytes).c_str(),
                 per_step(m.pipeline_bytes, r.steps).c_str(),
                 per_step(m.data_parallel_bytes, r.steps).c_str(),
                 per_step(m.tensor_parallel_bytes, r.steps).c_str());
@@ -118,7 +118,7 @@ void print_pipeline_table(const PipelineTrainOptions& p, const PipelineTrainRepo
 void print_memory_table(const PipelineTrainOptions& p, const PipelineTrainReport& r) {
   const double k = optimizer_bytes_per_parameter(p.optimizer);
   std::printf(
-      "\nModel states per rank after the last step, MB (fp32: 4 bytes per parameter and per "
+      "\nModel states per rank after the last step, MiB (fp32: 4 bytes per parameter and per "
       "gradient, %s keeps %g per parameter),\nbeside your 9.1 for this fp32 run: 2 x "
       "zero_memory_per_rank(Ψ, %d, %d, k = %g), Ψ the parameters the rank's data-parallel "
       "group shards:\n",
@@ -128,10 +128,10 @@ void print_memory_table(const PipelineTrainOptions& p, const PipelineTrainReport
               "grads", "optimizer", "total", "predicted", "transient");
   for (const RankMeasurements& m : r.ranks) {
     std::printf("  %4d %5d %10zu %s %s %s %s %s %s\n", m.rank, m.pp_idx, m.stage_parameters,
-                megabytes(m.states.parameters).c_str(), megabytes(m.states.gradients).c_str(),
-                megabytes(m.states.optimizer).c_str(), megabytes(m.states.total()).c_str(),
+                mebibytes(m.states.parameters).c_str(), mebibytes(m.states.gradients).c_str(),
+                mebibytes(m.states.optimizer).c_str(), mebibytes(m.states.total()).c_str(),
                 predicted_text(p, m.stage_parameters).c_str(),
-                megabytes(m.peak_transient_bytes).c_str());
+                mebibytes(m.peak_transient_bytes).c_str());
   }
   std::fflush(stdout);
 }

@@ -76,14 +76,14 @@ void print_row(const std::string& label, const std::string& first, const std::st
 }
 
 void print_breakdown(const LayerUsage (&layers)[2]) {
-  std::printf("\nCommunication during training (MB sent by rank 0, estimated):\n");
+  std::printf("\nCommunication during training (MiB sent by rank 0, estimated):\n");
   print_row("layer", "DP", "MP");
   for (const LayerUsage& l : layers)
-    print_row(l.name, megabytes(l.dp_bytes), megabytes(l.mp_bytes));
-  std::printf("\nPeak memory per pass (MB of tensors on rank 0):\n");
+    print_row(l.name, mebibytes(l.dp_bytes), mebibytes(l.mp_bytes));
+  std::printf("\nPeak memory per pass (MiB of tensors on rank 0):\n");
   print_row("layer", "forward", "backward");
   for (const LayerUsage& l : layers) {
-    print_row(l.name, megabytes(l.forward_bytes), megabytes(l.backward_bytes));
+    print_row(l.name, mebibytes(l.forward_bytes), mebibytes(l.backward_bytes));
   }
   std::fflush(stdout);
 }

@@ -19,6 +19,12 @@ add_test(NAME kit_source_check_self_test
 add_test(NAME kit_figures COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/check_figures.sh
                                   ${PROJECT_SOURCE_DIR})
 
+# Part 7's rubric table in handout.md is what the manifest gives (scripts/rubric-table.py).
+add_test(NAME kit_handout_rubric
+         COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/rubric-table.py
+                 ${PROJECT_SOURCE_DIR}/grader/manifests/assignment2.json 7
+                 --check ${PROJECT_SOURCE_DIR}/handout.md)
+
 # Each assignment's bundle, end to end: pack, unpack, build, stubs fail, reference passes,
 # handin grades full.
 # It builds a whole student tree (about a minute with -j2, hence PROCESSORS 2) and grades once.

@@ -101,3 +101,34 @@ TEST_CASE("forbidden calls seen at run time are reported once", "[judge]") {
   for (TestOutput& rank : actual.ranks) rank.forbidden = {"MPI_Bcast (called from dtk::f)"};
   CHECK(forbidden_calls(actual) == std::vector<std::string>{"MPI_Bcast (called from dtk::f)"});
 }
+
+TEST_CASE("a schedule reads as F0 F1 B0 ... and a known mistake is named", "[judge]") {
+  // Forward(mb) is mb, backward(mb) is -1 - mb.
+  TestRun right = run({{"stage 0", tensor({0, 1, -1, -2}, {4}, "step")}}, 1);
+  TestRun wrong = run({{"stage 0", tensor({0, -1, 1, -2}, {4}, "step")}}, 1);
+  right.ranks[0].mistakes.push_back(
+      {"stage 0", "a warm-up one forward too short", tensor({0, -1, 1, -2}, {4}, "step")});
+  const Verdict verdict = judge(right, wrong, tolerances);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("2 of 4 steps differ; first at step 1 (from 0): expected "
+                                      "F1, got B0"));
+  CHECK_THAT(verdict.output, Contains("expected F0 F1 B0 B1") && Contains("actual   F0 B0 F1 B1"));
+  CHECK_THAT(verdict.output, Contains("This is exactly what a warm-up one forward too short"));
+}
+
+TEST_CASE("bytes missing from the Communicator name the likely cause", "[judge]") {
+  TestRun reference = run({{"out", tensor({1, 2, 3, 4}, {2, 2}, "double")}}, 1);
+  reference.ranks[0].moved = 72;
+  TestRun short_chunks = reference, nothing = reference, enough = reference;
+  short_chunks.ranks[0].moved = 48;
+  nothing.ranks[0].moved = 0;
+  enough.ranks[0].moved = 60;  // the per-call estimates round down: a quarter less passes
+  const std::string some = judge(reference, short_chunks, tolerances).output;
+  CHECK_THAT(some, Contains("moved 48 bytes through the Communicator it was given, where the "
+                            "reference moves 72 bytes: some of the data never travelled"));
+  CHECK_THAT(some, Contains("chunks or blocks cut too short"));
+  CHECK_THAT(some, !Contains("files"));
+  CHECK_THAT(judge(reference, nothing, tolerances).output,
+             Contains("moved 0 bytes") && Contains("nothing went through it"));
+  CHECK(judge(reference, enough, tolerances).passed);
+}

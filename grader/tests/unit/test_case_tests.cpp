@@ -72,6 +72,13 @@ TEST_CASE("pipeline and ZeRO cases parse, print back the same and know their ran
   CHECK(pipeline.id() == "run_pipeline_schedule p=4 m=8 1f1b float width=4096");
   CHECK(pipeline.ranks() == 4);
   CHECK(parse_test_case("partition_layers", "p=3 layers=7").ranks() == 1);
+  const TestCase ties = parse_test_case("partition_layers", "costs=dominant-first p=4 layers=6");
+  CHECK(ties.id() == "partition_layers p=4 layers=6 costs=dominant-first");
+  CHECK(parse_test_id(ties.id()).costs == "dominant-first");
+  CHECK_THROWS_WITH(parse_test_case("partition_layers", "p=4 layers=6 costs=lopsided"),
+                    Contains("costs=lopsided"));
+  CHECK_THROWS_WITH(parse_test_case("gpipe_schedule", "p=4 m=2 costs=zero-layers"),
+                    Contains("without layers=L"));
   CHECK(parse_test_case("get_pipeline_info", "mp=2 dp=2 pp=2").ranks() == 8);
   const TestCase memory = parse_test_case("zero_memory_per_rank", "psi=7.5e9 dp=64 k=12");
   CHECK(memory.case_text() == "psi=7.5e+09 dp=64 k=12");

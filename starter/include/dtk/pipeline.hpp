@@ -89,8 +89,12 @@ struct PipelineInfo {
                             // rank: everyone working on this stage
 };
 
-// comm: all mp_size * dp_size * pp_size ranks; rank: this rank in it. Build both communicators
-// with comm.Split(color, key) (every rank calls Split, in the same order).
+// comm: all mp_size * dp_size * pp_size ranks; rank: this rank in it, always
+// comm.Get_rank() (the trainer and the tests pass exactly that; it is an argument, as in
+// Part 2's get_info, because the layout's formulas are written in it). Compute everything from
+// it: Split places the process that calls it, so another rank's number would put this process
+// in that rank's groups. Build both communicators with comm.Split(color, key) (every rank
+// calls Split, in the same order).
 // Requires every size >= 1 and comm.Get_size() == mp_size * dp_size * pp_size.
 PipelineInfo get_pipeline_info(const Communicator& comm, int rank, int mp_size, int dp_size,
                                int pp_size);

@@ -144,6 +144,16 @@ for other in $("$root/scripts/list-assignments.sh" "$root"); do
       fail "the bundle's handout.md holds assignment $other's section \"$heading\""
   done < <(comm -23 <(headings "$other") <(echo "$ours"))
 done
+# The sections both assignments share speak of this bundle: its archive, and test programs it
+# builds.
+for command in $(grep -o 'tar -xzf [^ ]*' "$bundle/handout.md" | cut -d' ' -f3 | sort -u); do
+  [ "$command" = "$top.tar.gz" ] || fail "the bundle's handout.md unpacks $command, not $top.tar.gz"
+done
+for program in $(grep -oE '(build/tests/|--target )test_[a-z_]+' "$bundle/handout.md" |
+  grep -o 'test_.*' | sort -u); do
+  [ -e "$bundle/tests/public/$program.cpp" ] ||
+    fail "the bundle's handout.md runs $program, a test program this bundle does not build"
+done
 for svg in "$bundle"/figs/*.svg; do
   grep -q "figs/$(basename "$svg")" "$bundle/handout.md" || fail "figs/$(basename "$svg") ships but the handout never shows it"
 done
