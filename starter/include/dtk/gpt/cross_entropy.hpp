@@ -8,18 +8,9 @@
 
 #include <xtensor/xtensor.hpp>
 
-namespace dtk {
+#include "dtk/tensor_parallel.hpp"  // VocabParallelLoss, the loss's result on one rank or several
 
-// Per row i: loss[i] = log Σ_v exp(logits[i, v]) − logits[i, targets[i]]; logits_grad =
-// (softmax(logits) − one_hot(targets)) / N, the gradient of the mean loss over the N rows (with
-// a vocabulary split over ranks, of this rank's columns only).
-template <class T>
-struct VocabParallelLoss {
-  xt::xtensor<T, 1> loss;         // (N)
-  xt::xtensor<T, 2> logits_grad;  // (N, V) or this rank's (N, V / tp)
-};
-
-namespace gpt {
+namespace dtk::gpt {
 
 // The whole vocabulary on one rank: logits (N, V), targets (N) in [0, V). Throws
 // std::invalid_argument for a target outside the vocabulary.
@@ -37,5 +28,4 @@ template <class T>
 xt::xtensor<T, 2> embedding_lookup_grad(const xt::xtensor<std::int32_t, 1>& tokens,
                                         const xt::xtensor<T, 2>& output_grad, int vocab_size);
 
-}  // namespace gpt
-}  // namespace dtk
+}  // namespace dtk::gpt
