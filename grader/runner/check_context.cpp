@@ -36,6 +36,12 @@ Grid::Grid(const CheckContext& context)
       mp_comm(context.world.Split(/*color=*/dp_idx, /*key=*/mp_idx)),
       dp_comm(context.world.Split(/*color=*/mp_idx, /*key=*/dp_idx)) {}
 
+void record_bytes_beyond(CheckContext& context, std::uint64_t moved, std::uint64_t allowed,
+                         const std::string& allowance) {
+  context.out.integer("bytes sent beyond the " + std::to_string(allowed) + " " + allowance,
+                      moved > allowed ? static_cast<long long>(moved - allowed) : 0);
+}
+
 namespace {
 
 std::map<std::string, CheckFunction>& registry() {

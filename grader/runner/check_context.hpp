@@ -121,6 +121,14 @@ auto moved_through(CheckContext& context, Communicator& comm, Call&& student_cal
   return result;
 }
 
+// Records how many bytes a student call sent (`moved`, from moved_through) beyond `allowed`,
+// the most that what it is asked to do sends with the Communicator's estimates
+// (communicator.hpp): 0 when it kept to that. `allowance` says what `allowed` stands for, as in
+// "bytes sent beyond the 96 that one Allgather sends"; a function that moves more (an Allreduce
+// where a Reduce_scatter is asked for, the logits gathered) fails that record.
+void record_bytes_beyond(CheckContext& context, std::uint64_t moved, std::uint64_t allowed,
+                         const std::string& allowance);
+
 using CheckFunction = void (*)(CheckContext&);
 
 // Runs the float or the double version of a check, as the test's type says.

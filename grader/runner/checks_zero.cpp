@@ -82,15 +82,6 @@ xt::xtensor<T, 1> padded_slice(const xt::xtensor<T, 1>& v, std::size_t begin, st
   return out;
 }
 
-// The bytes the student call sent beyond what one call of the collective asked for sends (the
-// Communicator's estimates, communicator.hpp): 0 when it kept to that one call.
-void record_extra_bytes(CheckContext& context, const std::string& collective, std::uint64_t moved,
-                        std::uint64_t one_call) {
-  context.out.integer(
-      "bytes sent beyond the " + std::to_string(one_call) + " that one " + collective + " sends",
-      moved > one_call ? static_cast<long long>(moved - one_call) : 0);
-}
-
 // ZeRO-1 (one Allreduce) or ZeRO-2 (one Reduce_scatter): the same shard.
 template <class T, bool kReduceScatter>
 void grad_shard_case(CheckContext& context) {
@@ -127,10 +118,11 @@ void grad_shard_case(CheckContext& context) {
   }
   if (kReduceScatter) {
     context.out.part("one Reduce_scatter");
-    record_extra_bytes(context, "Reduce_scatter", moved, (p - 1) * s * sizeof(T));
+    record_bytes_beyond(context, moved, (p - 1) * s * sizeof(T), "that one Reduce_scatter sends");
   } else {
     context.out.part("one Allreduce");
-    record_extra_bytes(context, "Allreduce", moved, 2 * (p - 1) * numel * sizeof(T) / p);
+    record_bytes_beyond(context, moved, 2 * (p - 1) * numel * sizeof(T) / p,
+                        "that one Allreduce sends");
   }
 }
 
@@ -166,7 +158,7 @@ void gather_case(CheckContext& context) {
   record_mistake(context.out, name, "the shards in reverse rank order",
                  xt::xtensor<T, 1>(xt::view(reversed, xt::range(0, numel))));
   context.out.part("one Allgather");
-  record_extra_bytes(context, "Allgather", moved, (p - 1) * s * sizeof(T));
+  record_bytes_beyond(context, moved, (p - 1) * s * sizeof(T), "that one Allgather sends");
 }
 
 void check_zero1_grad_shard(CheckContext& context) {

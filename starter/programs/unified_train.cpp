@@ -67,40 +67,6 @@ std::string help_text() {
   return text.str();
 }
 
-long parse_integer(const std::string& flag, const std::string& text, long minimum) {
-  std::size_t used = 0;
-  long value = 0;
-  try {
-    value = std::stol(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value < minimum) {
-    throw UsageError(flag + " expects " +
-                     (minimum == 0 ? "an integer >= 0" : "a positive integer") + ", got '" + text +
-                     "'");
-  }
-  return value;
-}
-
-long parse_positive(const std::string& flag, const std::string& text) {
-  return parse_integer(flag, text, 1);
-}
-
-float parse_positive_float(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  float value = 0;
-  try {
-    value = std::stof(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(value > 0)) {
-    throw UsageError(flag + " expects a positive number, got '" + text + "'");
-  }
-  return value;
-}
-
 // "256,256" -> the widths 784, 256, 256, 10.
 std::vector<int> parse_hidden(const std::string& flag, const std::string& text) {
   std::vector<int> widths = {MlpDims{}.in_dim};
@@ -117,16 +83,6 @@ std::vector<int> parse_hidden(const std::string& flag, const std::string& text) 
   return widths;
 }
 
-template <class Choice>
-Choice parse_choice(const std::string& flag, const std::string& text,
-                    const std::map<std::string, Choice>& choices) {
-  const auto found = choices.find(text);
-  if (found != choices.end()) return found->second;
-  std::string names;
-  for (const auto& [name, choice] : choices) names += (names.empty() ? "" : " or ") + name;
-  throw UsageError(flag + " expects " + names + ", got '" + text + "'");
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   TrainOptions& t = o.train;
@@ -138,8 +94,9 @@ Options parse(int argc, char** argv) {
       {"--epochs", [&](auto& f, auto& v) { t.epochs = parse_positive(f, v); }},
       {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
       {"--batch_size", [&](auto& f, auto& v) { t.batch_size = parse_positive(f, v); }},
-      {"--lr", [&](auto& f, auto& v) { o.lr = parse_positive_float(f, v); }},
-      {"--lr_decay", [&](auto& f, auto& v) { t.lr.decay = parse_positive_float(f, v); }},
+      {"--lr", [&](auto& f, auto& v) { o.lr = static_cast<float>(parse_positive_number(f, v)); }},
+      {"--lr_decay",
+       [&](auto& f, auto& v) { t.lr.decay = static_cast<float>(parse_positive_number(f, v)); }},
       {"--lr_decay_every", [&](auto& f, auto& v) { t.lr.every = parse_positive(f, v); }},
       {"--max_steps", [&](auto& f, auto& v) { t.max_steps = parse_positive(f, v); }},
   };
@@ -225,46 +182,13 @@ void print_result(long steps, std::int64_t images, double seconds, const BatchSt
   std::fflush(stdout);
 }
 
-std::string mebibytes(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));
-  return text;
-}
-
 }  // namespace dtk::unified_train
 
 int main(int argc, char** argv) {
   using namespace dtk::unified_train;
-  // Open MPI's "cm" transport probes for Omni-Path and libfabric network cards at start-up,
-  // about 0.2 s per run on a machine without them. Ranks on one machine talk through shared
-  // memory, so skip it (unless the user chose the transport: then OMPI_MCA_pml is set).
-  setenv("OMPI_MCA_pml", "^cm", /*overwrite=*/0);
-  int threads = 0;  // the data loader has threads of its own, which never call MPI
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &threads);
-  int status = 0;
-  {
-    dtk::Communicator world;
-    const bool root = world.Get_rank() == 0;
-    // Every rank sees the same command line and data, so every rank fails the same way;
-    // rank 0 alone says why.
-    try {
-      const Options options = parse(argc, argv);
-      if (options.help) {
-        if (root) std::cout << help_text();
-      } else {
-        run(options, world);
-      }
-    } catch (const UsageError& e) {
-      if (root) std::cerr << "unified_train: " << e.what() << "\n";
-      status = 2;
-    } catch (const dtk::DataError& e) {
-      if (root) std::cerr << "unified_train: " << e.what() << "\n";
-      status = 2;
-    } catch (const std::exception& e) {
-      if (root) std::cerr << "unified_train: " << e.what() << "\n";
-      status = 1;
-    }
-  }
-  MPI_Finalize();
-  return status;
+  return run_mpi_program(argc, argv, "unified_train", [&](const dtk::Communicator& world) {
+    const Options options = parse(argc, argv);
+    if (!options.help) return run(options, world);
+    if (world.Get_rank() == 0) std::cout << help_text();
+  });
 }

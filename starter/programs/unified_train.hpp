@@ -16,6 +16,8 @@
 #include <dtk/model/pipeline_trainer.hpp>
 #include <dtk/model/trainer.hpp>
 
+#include "command_line.hpp"
+
 namespace dtk::unified_train {
 
 // Adam's default learning rate (SGD's is TrainOptions' own).
@@ -35,11 +37,7 @@ struct Options {
   bool help = false;
 };
 
-// A command line that cannot run: the message says why, main prints it and exits 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using namespace command_line;  // UsageError, parse_*, mebibytes, write_file, check_writable
 
 // Collective: the data set (load_mnist_on_rank0), with a hint where Fashion-MNIST comes from.
 Mnist load_data(const std::string& dir, const Communicator& world, int classes);
@@ -47,9 +45,6 @@ Mnist load_data(const std::string& dir, const Communicator& world, int classes);
 // "Trained 468 steps on 59904 images in ... s" and "Test accuracy: ..." (rank 0, both trainers).
 void print_result(long steps, std::int64_t images, double seconds, const BatchStats& last_epoch,
                   double test_accuracy, std::size_t test_images);
-
-// "      1.23": bytes as MiB (2^20 bytes), right-aligned in 10 characters.
-std::string mebibytes(std::uint64_t bytes);
 
 // Collective over world; each throws UsageError for flags its model cannot use.
 void run_replicas(const Options& options, const Communicator& world);

@@ -199,22 +199,6 @@ TimelineStyle timeline_style(const PipelineTrainOptions& p, const PipelineTrainR
   return {title, rank_labels(p, r), p.num_microbatches};
 }
 
-void write_file(const std::string& path, const std::string& what,
-                const std::function<void(std::ostream&)>& write) {
-  std::ofstream out(path);
-  if (out) write(out);
-  if (!out) throw std::runtime_error("cannot write the " + what + " to " + path);
-}
-
-// Collective: refuses an output file rank 0 cannot create before the training, not after it.
-void check_writable(const std::string& path, const std::string& flag, const Communicator& world) {
-  if (path.empty()) return;
-  int ok = 1;
-  if (world.Get_rank() == 0) ok = std::ofstream(path) ? 1 : 0;
-  MPI_Bcast(&ok, 1, MPI_INT, 0, world.handle());
-  if (!ok) throw UsageError(flag + " " + path + ": cannot create this file");
-}
-
 // The trainer's options: assignment 2's flags, and the layout and training flags both trainers
 // share. Adam starts from its own learning rate unless --lr says otherwise.
 PipelineTrainOptions pipeline_options(const Options& o) {

@@ -7,10 +7,6 @@
 
 namespace dtk {
 
-void ensure_shape(Matrix& buffer, std::size_t rows, std::size_t cols) {
-  if (buffer.shape(0) != rows || buffer.shape(1) != cols) buffer.resize({rows, cols});
-}
-
 void matmul(const Matrix& a, const Matrix& b, Matrix& out, bool transpose_a, bool transpose_b) {
   const std::size_t m = a.shape(transpose_a ? 1 : 0), k = a.shape(transpose_a ? 0 : 1);
   const std::size_t b_rows = b.shape(transpose_b ? 1 : 0), n = b.shape(transpose_b ? 0 : 1);
@@ -23,14 +19,18 @@ void matmul(const Matrix& a, const Matrix& b, Matrix& out, bool transpose_a, boo
   xt::blas::gemm(a, b, out, transpose_a, transpose_b);
 }
 
-void add_row(Matrix& out, const Matrix& row) {
+template <class T>
+void add_row(xt::xtensor<T, 2>& out, const xt::xtensor<T, 2>& row) {
   const std::size_t rows = out.shape(0), cols = out.shape(1);
-  float* o = out.data();
-  const float* r = row.data();
+  T* o = out.data();
+  const T* r = row.data();
   for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t j = 0; j < cols; ++j) o[i * cols + j] += r[j];
   }
 }
+
+template void add_row(xt::xtensor<float, 2>&, const xt::xtensor<float, 2>&);
+template void add_row(xt::xtensor<double, 2>&, const xt::xtensor<double, 2>&);
 
 void column_sums(const Matrix& m, Matrix& sums) {
   const std::size_t rows = m.shape(0), cols = m.shape(1);

@@ -1,0 +1,559 @@
+// Part 10 (assignment 3): tensor and sequence parallelism. Head ranges and QKV columns of every
+// rank of a group; the embedding, the cross-entropy and sequence parallelism's conversions on
+// the case's p ranks, each rank building every rank's inputs so that it can record what the
+// known mistakes would give. Values that are moved say where they come from (element (v, c) of
+// the embedding table is 100 v + c; element c of position s of sequence b is 1000 b + 10 s + c);
+// values that are reduced (logits, partial sums) are drawn from the seed, and so are the tokens
+// and targets. Shapes come from the case only.
+//
+// Case texts ("fields"): attention_heads "heads=A tp=T"; qkv_columns "hidden=H heads=A tp=T";
+// vocab_parallel_embedding "p=P float|double local_vocab=L hidden=H tokens=N [one_slice]" (V =
+// P L; one_slice: every token in rank 0's rows); vocab_parallel_embedding_grad "tp=T float|double
+// local_vocab=L hidden=H tokens=N" (one process computes every rank's rows);
+// vocab_parallel_cross_entropy "p=P float|double rows=N local_vocab=L [large] [one_slice]"
+// (large: rows shifted by ±10⁴; one_slice: every target in rank 0's columns); sp_all_gather and
+// sp_reduce_scatter "p=P float|double batch=B seq=S hidden=H" (S positions per sequence, P
+// dividing S).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+#include "check_context.hpp"
+
+namespace dtk::grade {
+
+namespace {
+
+using Tokens = xt::xtensor<std::int32_t, 1>;
+
+// The value of the case's key=value, which this check needs.
+int required(const CheckContext& context, const std::string& key) {
+  const double value = context.test.value(key, -1);
+  if (value < 0) {
+    throw std::invalid_argument("the case \"" + context.test.id() + "\" needs " + key + "=N");
+  }
+  return static_cast<int>(value);
+}
+
+std::string list_text(const Tokens& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(values(i));
+  }
+  return text + "]";
+}
+
+// ----------------------------------- 10.1 -------------------------------------------------------
+
+void check_attention_heads(CheckContext& context) {
+  const int heads = required(context, "heads"), tp = required(context, "tp");
+  context.out.note(std::to_string(heads) + " heads on " + std::to_string(tp) +
+                   " ranks; row r is rank r's heads [begin, end)");
+  auto table = [&](auto range_of) {
+    xt::xtensor<std::int64_t, 2> rows({std::size_t(tp), 2});
+    for (int r = 0; r < tp; ++r) {
+      const HeadRange range = range_of(r);
+      rows(r, 0) = range.begin;
+      rows(r, 1) = range.end;
+    }
+    return rows;
+  };
+  const std::string name = "every rank's heads (begin, end)";
+  record_tensor(context.out, name, table([&](int r) { return attention_heads(heads, tp, r); }));
+  const int per_rank = heads / tp;
+  record_mistake(context.out, name, "the ranks in reverse order (rank 0 holding the last heads)",
+                 table([&](int r) {
+                   return HeadRange{(tp - 1 - r) * per_rank, (tp - r) * per_rank};
+                 }));
+}
+
+// The mistaken order of heads [begin, end)'s columns of the fused weight: head by head, each
+// head's Q columns, then its K columns, then its V columns.
+std::vector<std::int64_t> head_by_head_columns(int hidden, int d, int begin, int end) {
+  std::vector<std::int64_t> columns;
+  for (int head = begin; head < end; ++head) {
+    for (int block = 0; block < 3; ++block) {
+      for (int c = head * d; c < (head + 1) * d; ++c) columns.push_back(block * hidden + c);
+    }
+  }
+  return columns;
+}
+
+template <class Values>
+xt::xtensor<std::int64_t, 1> as_tensor(const Values& values) {
+  xt::xtensor<std::int64_t, 1> t = xt::xtensor<std::int64_t, 1>::from_shape({values.size()});
+  std::copy(values.begin(), values.end(), t.begin());
+  return t;
+}
+
+void check_qkv_columns(CheckContext& context) {
+  const int hidden = required(context, "hidden"), heads = required(context, "heads");
+  const int tp = required(context, "tp");
+  const int d = hidden / heads, per_rank = heads / tp, width = 3 * hidden / tp;
+  context.out.note("hidden " + std::to_string(hidden) + ", " + std::to_string(heads) +
+                   " heads of " + std::to_string(d) + " columns, " + std::to_string(tp) +
+                   " ranks of " + std::to_string(per_rank) + " head(s); the fused weight's " +
+                   std::to_string(3 * hidden) + " columns are Q [0, " + std::to_string(hidden) +
+                   "), K [" + std::to_string(hidden) + ", " + std::to_string(2 * hidden) +
+                   "), V [" + std::to_string(2 * hidden) + ", " + std::to_string(3 * hidden) + ")");
+  for (int r = 0; r < tp; ++r) {
+    const std::string name = "rank " + std::to_string(r) + "'s columns";
+    record_tensor(context.out, name, as_tensor(qkv_columns(hidden, heads, tp, r)));
+    std::vector<std::int64_t> block(width);
+    std::iota(block.begin(), block.end(), std::int64_t(r) * width);
+    record_mistake(context.out, name,
+                   "a contiguous block of the fused [Q | K | V] columns (columns [r · 3h/tp, "
+                   "(r + 1) · 3h/tp))",
+                   as_tensor(block));
+    record_mistake(context.out, name,
+                   "each head's Q, K and V columns together (head by head), not all its Q "
+                   "columns, then all its K columns, then all its V columns",
+                   as_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
+  }
+}
+
+// ----------------------------------- 10.2 -------------------------------------------------------
+
+// The whole (vocab, width) table: element (v, c) is 100 v + c.
+template <class T>
+xt::xtensor<T, 2> numbered_table(std::size_t vocab, std::size_t width) {
+  xt::xtensor<T, 2> table({vocab, width});
+  for (std::size_t v = 0; v < vocab; ++v) {
+    for (std::size_t c = 0; c < width; ++c) table(v, c) = static_cast<T>(100 * v + c);
+  }
+  return table;
+}
+
+// n tokens from the seed, in [0, slices · local_vocab): one from each slice first (when n allows),
+// then any, shuffled, so that every rank holds some tokens and some tokens repeat once n is
+// larger than the vocabulary.
+Tokens drawn_tokens(Rng rng, std::size_t n, int slices, int local_vocab) {
+  Tokens tokens = Tokens::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i) {
+    const int slice = i < std::size_t(slices) ? int(i) : rng.uniform_int(0, slices - 1);
+    tokens(i) = slice * local_vocab + rng.uniform_int(0, local_vocab - 1);
+  }
+  for (std::size_t i = n; i > 1; --i)
+    std::swap(tokens(i - 1), tokens(rng.uniform_int(0, int(i) - 1)));
+  return tokens;
+}
+
+template <class T>
+void embedding_case(CheckContext& context) {
+  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int local_vocab = required(context, "local_vocab");
+  const std::size_t width = required(context, "hidden"), n = required(context, "tokens");
+  const bool one_slice = context.test.has_word("one_slice");
+  const xt::xtensor<T, 2> table = numbered_table<T>(p * local_vocab, width);
+  const Tokens tokens = drawn_tokens(context.rng("tokens"), n, one_slice ? 1 : p, local_vocab);
+  context.out.note(std::to_string(p) + " ranks, " + context.test.type + ", vocabulary " +
+                   std::to_string(p * local_vocab) + " (rank r holds rows [" +
+                   std::to_string(local_vocab) + " r, " + std::to_string(local_vocab) +
+                   " (r + 1))), h = " + std::to_string(width) +
+                   "; element (v, c) of the table is 100 v + c; tokens " + list_text(tokens) +
+                   (one_slice ? " (all in rank 0's rows)" : ""));
+  const xt::xtensor<T, 2> local =
+      xt::view(table, xt::range(r * local_vocab, (r + 1) * local_vocab), xt::all());
+  const xt::xtensor<T, 2> lookup = moved_through(context, context.world, [&] {
+    return vocab_parallel_embedding<T>(tokens, local, r * local_vocab, context.world);
+  });
+  const std::string name = "the lookup (row i: table row tokens[i])";
+  record_tensor(context.out, name, lookup);
+  // What the rows would be if every rank q added its local row `row_of(q, token)` (-1: none).
+  auto summed = [&](auto row_of) {
+    xt::xtensor<T, 2> out = xt::zeros<T>({n, width});
+    for (std::size_t i = 0; i < n; ++i) {
+      for (int q = 0; q < p; ++q) {
+        const int row = row_of(q, tokens(i));
+        if (row >= 0) xt::row(out, i) += xt::row(table, q * local_vocab + row);
+      }
+    }
+    return out;
+  };
+  auto owner = [&](int token) { return token / local_vocab; };
+  if (p > 1) {
+    record_mistake(
+        context.out, name,
+        "no mask: a token of another rank's rows read as this rank's local row 0 "
+        "and not zeroed, so every token is counted on every rank",
+        summed([&](int q, int token) { return q == owner(token) ? token % local_vocab : 0; }));
+    record_mistake(context.out, name,
+                   "no mask: every rank adding its local row (token − vocab_begin) mod V/tp, "
+                   "so every token is counted on every rank",
+                   summed([&](int, int token) { return token % local_vocab; }));
+    record_mistake(context.out, name, "this rank's lookup alone (no Allreduce)",
+                   summed([&](int q, int token) {
+                     return q == r && q == owner(token) ? token % local_vocab : -1;
+                   }));
+  }
+}
+
+// One process computes every rank's rows, rank after rank.
+template <class T>
+void embedding_grad_case(CheckContext& context) {
+  const int tp = required(context, "tp"), local_vocab = required(context, "local_vocab");
+  const std::size_t width = required(context, "hidden"), n = required(context, "tokens");
+  const Tokens tokens = drawn_tokens(context.rng("tokens"), n, tp, local_vocab);
+  const xt::xtensor<T, 2> output_grad = numbered_table<T>(n, width);
+  context.out.note(std::to_string(tp) + " ranks of " + std::to_string(local_vocab) +
+                   " token ids (vocabulary " + std::to_string(tp * local_vocab) + "), " +
+                   context.test.type + ", h = " + std::to_string(width) + "; tokens " +
+                   list_text(tokens) +
+                   " (some repeated); element (i, c) of output_grad is 100 i + c");
+  for (int r = 0; r < tp; ++r) {
+    const int begin = r * local_vocab;
+    const std::string name = "rank " + std::to_string(r) + "'s rows [" + std::to_string(begin) +
+                             ", " + std::to_string(begin + local_vocab) + ")";
+    record_tensor(context.out, name,
+                  vocab_parallel_embedding_grad<T>(tokens, output_grad, begin, local_vocab));
+    xt::xtensor<T, 2> kept_last = xt::zeros<T>({std::size_t(local_vocab), width});
+    xt::xtensor<T, 2> unmasked = kept_last;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (tokens(i) / local_vocab == r)
+        xt::row(kept_last, tokens(i) - begin) = xt::row(output_grad, i);
+      xt::row(unmasked, tokens(i) % local_vocab) += xt::row(output_grad, i);
+    }
+    record_mistake(context.out, name,
+                   "each token's row written, not added (a repeated token keeps only its last "
+                   "row)",
+                   kept_last);
+    if (tp > 1) {
+      record_mistake(context.out, name,
+                     "no mask: every token's row added at (token − vocab_begin) mod V/tp",
+                     unmasked);
+    }
+  }
+}
+
+// ----------------------------------- 10.3 -------------------------------------------------------
+
+using Real = long double;
+
+// The cross-entropy of the whole (n, vocab) logits in long double, with the known mistakes'
+// versions of it.
+struct SerialLoss {
+  std::vector<Real> loss, loss_target_everywhere;
+  xt::xtensor<Real, 2> grad, grad_target_everywhere, grad_local_softmax;
+};
+
+template <class T>
+SerialLoss serial_loss(const xt::xtensor<T, 2>& logits, const Tokens& targets, int p,
+                       int local_vocab) {
+  const std::size_t n = logits.shape(0), vocab = logits.shape(1);
+  SerialLoss s{std::vector<Real>(n), std::vector<Real>(n), xt::zeros<Real>({n, vocab}),
+               xt::zeros<Real>({n, vocab}), xt::zeros<Real>({n, vocab})};
+  for (std::size_t i = 0; i < n; ++i) {
+    const int t = targets(i), t_local = t % local_vocab;
+    Real max = logits(i, 0), sum = 0, target_everywhere = 0;
+    for (std::size_t v = 0; v < vocab; ++v) max = std::max<Real>(max, logits(i, v));
+    for (std::size_t v = 0; v < vocab; ++v) sum += std::exp(Real(logits(i, v)) - max);
+    for (int q = 0; q < p; ++q) target_everywhere += logits(i, q * local_vocab + t_local);
+    s.loss[i] = std::log(sum) + max - logits(i, t);
+    s.loss_target_everywhere[i] = std::log(sum) + max - target_everywhere;
+    for (int q = 0; q < p; ++q) {
+      Real local_max = logits(i, q * local_vocab), local_sum = 0;
+      for (int c = 0; c < local_vocab; ++c)
+        local_max = std::max<Real>(local_max, logits(i, q * local_vocab + c));
+      for (int c = 0; c < local_vocab; ++c)
+        local_sum += std::exp(logits(i, q * local_vocab + c) - local_max);
+      for (int c = 0; c < local_vocab; ++c) {
+        const std::size_t v = q * local_vocab + c;
+        const Real softmax = std::exp(logits(i, v) - max) / sum;
+        s.grad(i, v) = (softmax - (int(v) == t)) / n;
+        s.grad_target_everywhere(i, v) = (softmax - (c == t_local)) / n;
+        s.grad_local_softmax(i, v) =
+            (std::exp(logits(i, v) - local_max) / local_sum - (int(v) == t)) / n;
+      }
+    }
+  }
+  return s;
+}
+
+template <class T>
+xt::xtensor<T, 1> as_values(const std::vector<Real>& v) {
+  xt::xtensor<T, 1> t = xt::xtensor<T, 1>::from_shape({v.size()});
+  std::transform(v.begin(), v.end(), t.begin(), [](Real x) { return static_cast<T>(x); });
+  return t;
+}
+
+template <class T>
+void cross_entropy_case(CheckContext& context) {
+  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const std::size_t n = required(context, "rows");
+  const int local_vocab = required(context, "local_vocab"), vocab = p * local_vocab;
+  const bool large = context.test.has_word("large"), one_slice = context.test.has_word("one_slice");
+  Rng logit_rng = context.rng("logits");
+  xt::xtensor<T, 2> logits({n, std::size_t(vocab)});
+  for (std::size_t i = 0; i < n; ++i) {
+    const double shift = large ? (i % 2 ? 1e4 : -1e4) : 0;
+    for (int v = 0; v < vocab; ++v) logits(i, v) = static_cast<T>(shift + 5 * logit_rng.value());
+  }
+  Rng target_rng = context.rng("targets");
+  Tokens targets = Tokens::from_shape({n});
+  for (std::size_t i = 0; i < n; ++i)
+    targets(i) = target_rng.uniform_int(0, (one_slice ? local_vocab : vocab) - 1);
+  context.out.note(std::to_string(p) + " ranks, " + context.test.type + ", " + std::to_string(n) +
+                   " rows, vocabulary " + std::to_string(vocab) + " (rank r holds columns [" +
+                   std::to_string(local_vocab) + " r, " + std::to_string(local_vocab) +
+                   " (r + 1))); logits drawn from the seed in [-5, 5]" +
+                   (large ? " + 10⁴ on odd rows and − 10⁴ on even rows (exp overflows unless "
+                            "the row's maximum is subtracted)"
+                          : "") +
+                   "; targets " + list_text(targets) +
+                   (one_slice ? " (all in rank 0's columns)" : ""));
+  const xt::xtensor<T, 2> local =
+      xt::view(logits, xt::all(), xt::range(r * local_vocab, (r + 1) * local_vocab));
+  // The judge asks a call to move about as much as the reference or more. Any way of reducing
+  // N values per row is right here (an Allgather of each rank's log-sum-exp moves less than
+  // three Allreduces; a loss without the max, one Allreduce less), so the bytes it compares are
+  // capped at the least any of them moves, one Allreduce of N values: less than that, nothing
+  // travelled through tp_comm. What more than reductions of N values moves is judged below.
+  const std::uint64_t before = context.world.total_bytes_transferred();
+  const VocabParallelLoss<T> result =
+      vocab_parallel_cross_entropy<T>(local, targets, r * local_vocab, context.world);
+  const std::uint64_t moved = context.world.total_bytes_transferred() - before;
+  context.out.moved(std::min<std::uint64_t>(moved, 2 * (p - 1) * n * sizeof(T) / p));
+  const SerialLoss serial = serial_loss(logits, targets, p, local_vocab);
+  auto mine = [&](const xt::xtensor<Real, 2>& grad) {
+    return xt::xtensor<T, 2>(
+        xt::cast<T>(xt::view(grad, xt::all(), xt::range(r * local_vocab, (r + 1) * local_vocab))));
+  };
+
+  context.out.part("the loss");
+  const std::string loss = "loss (one value per row)";
+  record_tensor(context.out, loss, result.loss);
+  context.out.part("logits_grad");
+  const std::string grad = "logits_grad (this rank's columns of (softmax − one-hot) / N)";
+  record_tensor(context.out, grad, result.logits_grad);
+  if (p > 1) {
+    const std::string everywhere =
+        "the target's logit taken on every rank at local column target mod V/tp (not only on "
+        "the rank whose columns hold it)";
+    record_mistake(context.out, loss, everywhere, as_values<T>(serial.loss_target_everywhere));
+    record_mistake(context.out, grad, everywhere, mine(serial.grad_target_everywhere));
+    record_mistake(context.out, grad,
+                   "the softmax over this rank's columns only (max and sum of exponentials not "
+                   "reduced over tp_comm)",
+                   mine(serial.grad_local_softmax));
+  }
+  record_mistake(context.out, grad, "the gradient of the summed loss (not divided by N)",
+                 xt::xtensor<T, 2>(mine(serial.grad) * T(n)));
+
+  context.out.part("reductions of N values, never the logits");
+  const std::uint64_t allowed = 4 * (p - 1) * n * sizeof(T);
+  record_bytes_beyond(context, moved, allowed,
+                      "that Allgathers of 4 N values send (the max, the sum of exponentials and "
+                      "the target's logit are N values each; gathering the N × V/tp logits "
+                      "sends " +
+                          std::to_string((p - 1) * n * local_vocab * sizeof(T)) + ")");
+}
+
+// ----------------------------------- 10.4 -------------------------------------------------------
+
+struct SequenceShape {
+  int batch, seq_len, s_local;
+  std::size_t width;
+};
+
+SequenceShape sequence_shape(const CheckContext& context) {
+  const int p = context.world.Get_size(), seq_len = required(context, "seq");
+  if (seq_len % p != 0) {
+    throw std::invalid_argument("the case \"" + context.test.id() + "\": p must divide seq");
+  }
+  return {required(context, "batch"), seq_len, seq_len / p,
+          std::size_t(required(context, "hidden"))};
+}
+
+std::string shape_note(const CheckContext& context, const SequenceShape& s) {
+  return std::to_string(context.world.Get_size()) + " ranks, " + context.test.type + ", " +
+         std::to_string(s.batch) + " sequence(s) of " + std::to_string(s.seq_len) + " positions, " +
+         std::to_string(s.s_local) + " per rank (rank r holds positions [" +
+         std::to_string(s.s_local) + " r, " + std::to_string(s.s_local) +
+         " (r + 1))), h = " + std::to_string(s.width);
+}
+
+// The runs of s_local rows that the reordering moves: rank q's rows of sequence b sit at row
+// (q · batch + b) · s_local of the blocks a collective moves, and at row b · S + q · s_local of
+// the sequences.
+template <class Visit>
+void for_each_run(const SequenceShape& s, int p, Visit visit) {
+  for (int q = 0; q < p; ++q) {
+    for (int b = 0; b < s.batch; ++b)
+      visit((q * s.batch + b) * s.s_local, b * s.seq_len + q * s.s_local);
+  }
+}
+
+template <class T>
+xt::xtensor<T, 2> rows_of(const xt::xtensor<T, 2>& m, std::size_t begin, std::size_t count) {
+  return xt::view(m, xt::range(begin, begin + count), xt::all());
+}
+
+template <class T>
+void all_gather_case(CheckContext& context) {
+  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const SequenceShape s = sequence_shape(context);
+  context.out.note(shape_note(context, s) +
+                   "; element c of position s of sequence b is 1000 b + "
+                   "10 s + c");
+  xt::xtensor<T, 2> sequences({std::size_t(s.batch * s.seq_len), s.width});
+  for (int b = 0; b < s.batch; ++b) {
+    for (int pos = 0; pos < s.seq_len; ++pos) {
+      for (std::size_t c = 0; c < s.width; ++c) {
+        sequences(b * s.seq_len + pos, c) = static_cast<T>(1000 * b + 10 * pos + c);
+      }
+    }
+  }
+  // Every rank's rows as they are held (and as an Allgather lands them, rank after rank).
+  xt::xtensor<T, 2> blocks = xt::xtensor<T, 2>::from_shape(sequences.shape());
+  for_each_run(s, p, [&](std::size_t block_row, std::size_t sequence_row) {
+    xt::view(blocks, xt::range(block_row, block_row + s.s_local), xt::all()) =
+        rows_of(sequences, sequence_row, s.s_local);
+  });
+  const std::size_t local_rows = s.batch * s.s_local;
+  const xt::xtensor<T, 2> x_local = rows_of(blocks, r * local_rows, local_rows);
+  std::uint64_t moved = 0;
+  const xt::xtensor<T, 2> gathered = moved_through(
+      context, context.world, [&] { return sp_all_gather<T>(x_local, s.batch, context.world); },
+      &moved);
+  context.out.part("all positions, rows b · S + s");
+  const std::string name = "all positions (row b · S + s)";
+  record_tensor(context.out, name, gathered);
+  if (s.batch > 1 && p > 1) {
+    record_mistake(context.out, name,
+                   "the Allgather's blocks as they land, not reordered (rank 0's positions of "
+                   "every sequence, then rank 1's, ...: the batch not interleaved)",
+                   blocks);
+  }
+  context.out.part("one Allgather");
+  record_bytes_beyond(context, moved, (p - 1) * local_rows * s.width * sizeof(T),
+                      "that one Allgather sends");
+}
+
+template <class T>
+void reduce_scatter_case(CheckContext& context) {
+  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const SequenceShape s = sequence_shape(context);
+  context.out.note(shape_note(context, s) + "; every rank's partial sums drawn from the seed");
+  const std::size_t rows = s.batch * s.seq_len, local_rows = s.batch * s.s_local;
+  std::vector<xt::xtensor<T, 2>> partials;
+  for (int q = 0; q < p; ++q) {
+    Rng rng = context.rng("partial sums of rank " + std::to_string(q));
+    partials.push_back(xt::xtensor<T, 2>::from_shape({rows, s.width}));
+    for (T& value : partials.back()) value = static_cast<T>(rng.value());
+  }
+  std::uint64_t moved = 0;
+  const xt::xtensor<T, 2> mine = moved_through(
+      context, context.world,
+      [&] { return sp_reduce_scatter<T>(partials[r], s.batch, context.world); }, &moved);
+  context.out.part("this rank's positions, summed");
+  const std::string name = "this rank's positions of the sum (row b · S/tp + s')";
+  record_tensor(context.out, name, mine);
+  xt::xtensor<T, 2> sum = xt::zeros<T>({rows, s.width});
+  for (const auto& partial : partials) sum += partial;
+  // This rank's runs of a tensor in sequence order, in the order they are returned.
+  auto my_positions = [&](const xt::xtensor<T, 2>& m) {
+    xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape({local_rows, s.width});
+    for_each_run(s, p, [&](std::size_t block_row, std::size_t sequence_row) {
+      if (block_row / local_rows == std::size_t(r)) {
+        xt::view(out, xt::range(block_row % local_rows, block_row % local_rows + s.s_local),
+                 xt::all()) = rows_of(m, sequence_row, s.s_local);
+      }
+    });
+    return out;
+  };
+  if (s.batch > 1 && p > 1) {
+    record_mistake(context.out, name,
+                   "the Reduce_scatter without the reordering (rank r keeping rows [r · B · S/tp, "
+                   "(r + 1) · B · S/tp) of the sum in b · S + s order)",
+                   rows_of(sum, r * local_rows, local_rows));
+  }
+  if (p > 1) {
+    record_mistake(context.out, name, "this rank's own partial sums, not summed over tp_comm",
+                   my_positions(partials[r]));
+  }
+  context.out.part("one Reduce_scatter");
+  record_bytes_beyond(context, moved, (p - 1) * local_rows * s.width * sizeof(T),
+                      "that one Reduce_scatter sends");
+}
+
+void check_vocab_parallel_embedding(CheckContext& context) {
+  run_typed(context, embedding_case<float>, embedding_case<double>);
+}
+void check_vocab_parallel_embedding_grad(CheckContext& context) {
+  run_typed(context, embedding_grad_case<float>, embedding_grad_case<double>);
+}
+void check_vocab_parallel_cross_entropy(CheckContext& context) {
+  run_typed(context, cross_entropy_case<float>, cross_entropy_case<double>);
+}
+void check_sp_all_gather(CheckContext& context) {
+  run_typed(context, all_gather_case<float>, all_gather_case<double>);
+}
+void check_sp_reduce_scatter(CheckContext& context) {
+  run_typed(context, reduce_scatter_case<float>, reduce_scatter_case<double>);
+}
+
+}  // namespace
+
+DTK_GRADE_CHECK(check_attention_heads, {"attention_heads",
+                                        CaseKind::fields,
+                                        /*collective=*/false,
+                                        /*typed=*/false,
+                                        {},
+                                        false,
+                                        "",
+                                        {"heads", "tp"}});
+DTK_GRADE_CHECK(check_qkv_columns, {"qkv_columns",
+                                    CaseKind::fields,
+                                    /*collective=*/false,
+                                    /*typed=*/false,
+                                    {},
+                                    false,
+                                    "",
+                                    {"hidden", "heads", "tp"}});
+DTK_GRADE_CHECK(check_vocab_parallel_embedding, {"vocab_parallel_embedding",
+                                                 CaseKind::fields,
+                                                 /*collective=*/true,
+                                                 /*typed=*/true,
+                                                 {},
+                                                 false,
+                                                 "",
+                                                 {"local_vocab", "hidden", "tokens", "one_slice"}});
+DTK_GRADE_CHECK(check_vocab_parallel_embedding_grad, {"vocab_parallel_embedding_grad",
+                                                      CaseKind::fields,
+                                                      /*collective=*/false,
+                                                      /*typed=*/true,
+                                                      {},
+                                                      false,
+                                                      "",
+                                                      {"tp", "local_vocab", "hidden", "tokens"}});
+DTK_GRADE_CHECK(check_vocab_parallel_cross_entropy,
+                {"vocab_parallel_cross_entropy",
+                 CaseKind::fields,
+                 /*collective=*/true,
+                 /*typed=*/true,
+                 {"the loss", "logits_grad", "reductions of N values, never the logits"},
+                 false,
+                 "",
+                 {"rows", "local_vocab", "large", "one_slice"}});
+DTK_GRADE_CHECK(check_sp_all_gather, {"sp_all_gather",
+                                      CaseKind::fields,
+                                      /*collective=*/true,
+                                      /*typed=*/true,
+                                      {"all positions, rows b · S + s", "one Allgather"},
+                                      false,
+                                      "",
+                                      {"batch", "seq", "hidden"}});
+DTK_GRADE_CHECK(check_sp_reduce_scatter, {"sp_reduce_scatter",
+                                          CaseKind::fields,
+                                          /*collective=*/true,
+                                          /*typed=*/true,
+                                          {"this rank's positions, summed", "one Reduce_scatter"},
+                                          false,
+                                          "",
+                                          {"batch", "seq", "hidden"}});
+
+}  // namespace dtk::grade

@@ -1,0 +1,50 @@
+// One transformer block, GPT-2's pre-LayerNorm form:
+//
+//   x = x + Attention(LN1(x))
+//   x = x + MLP(LN2(x))          (or a mixture of experts in place of the MLP)
+//
+// The residual stream x is (rows, h): B · S rows, or B · S/tp under sequence parallelism.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "dtk/gpt/attention.hpp"
+#include "dtk/gpt/layer_norm.hpp"
+#include "dtk/gpt/mixture_of_experts.hpp"
+#include "dtk/gpt/mlp.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+class Block {
+ public:
+  // Block `index`: parameters blocks.<index>.ln1.weight, .attn.qkv.weight, .mlp.fc1.weight or
+  // .moe.router.weight, ... `comm` must outlive the block.
+  Block(int index, const GptConfig& config, const GptLayout& layout, const InitialWeights& init,
+        const GptCommunication<T>& comm);
+
+  // positions, batch: as CausalSelfAttention takes them; batch_tokens: the global batch's tokens
+  // (for a mixture of experts' load balance).
+  const Matrix<T>& forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
+                           double batch_tokens);
+  const Matrix<T>& backward(const Matrix<T>& dy);
+
+  // The load-balancing loss of the last forward; 0 without experts.
+  double aux_loss() const { return moe_ ? moe_->aux_loss() : 0.0; }
+  const MixtureOfExperts<T>* mixture() const { return moe_ ? &*moe_ : nullptr; }
+
+  std::vector<Parameter<T>*> parameters();
+  std::size_t activation_bytes() const;
+  std::size_t workspace_bytes() const;
+
+ private:
+  LayerNorm<T> ln1_, ln2_;
+  CausalSelfAttention<T> attention_;
+  std::optional<Mlp<T>> mlp_;
+  std::optional<MixtureOfExperts<T>> moe_;
+  Matrix<T> after_attention_, y_;  // the residual stream after each half
+  Matrix<T> after_attention_grad_, x_grad_;
+};
+
+}  // namespace dtk::gpt

@@ -1,0 +1,70 @@
+// The GPT's shape (GptConfig) and how one rank holds it (GptLayout).
+//
+// Notation used in every file of dtk/gpt:
+//   V  vocabulary (padded to a multiple of 64)   T  positions the model knows (its context)
+//   L  blocks                                    h  hidden width    a  heads    d = h / a
+//   E  experts (0: the dense MLP)                k  experts per token
+//   B  sequences in a batch                      S  positions of each sequence this rank holds
+//   N  rows of an activation: B · S, row b · S + s holds position s of sequence b
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtk::gpt {
+
+struct GptConfig {
+  int vocab_size = 128;  // V
+  int seq_len = 128;     // T
+  int layers = 4;        // L
+  int hidden = 256;      // h
+  int heads = 4;         // a
+  int experts = 0;       // E: 0 for GPT-2's MLP, else a mixture of E experts in every block
+  int top_k = 1;         // k
+  // Switch Transformer's load-balancing loss, α · E · Σ_e f_e · P_e per block, added to the
+  // loss (mixture of experts only). The Switch paper's α.
+  double aux_loss_coef = 0.01;
+  double layer_norm_eps = 1e-5;  // PyTorch's and GPT-2's
+
+  int head_size() const { return hidden / heads; }  // d
+  bool mixture_of_experts() const { return experts > 0; }
+};
+
+// Why this shape cannot be built, in one sentence ("" when it can): sizes not positive, h not a
+// multiple of a, V not a multiple of 64, k not in [1, E].
+std::string config_problem(const GptConfig& config);
+
+// How this rank holds the model. One rank (one_rank_layout) holds all of it; the trainers of
+// Parts 10 and 12 fill in the slices their students' functions give.
+struct GptLayout {
+  // Tensor parallelism (Part 10): rank tp_idx of tp_size holds the heads whose QKV columns are
+  // `qkv_columns` (10.1's qkv_columns: its Q columns, then its K columns, then its V columns, of
+  // the (h, 3h) weight), the MLP's hidden columns [tp_idx · 4h/tp, +4h/tp), and the vocabulary
+  // rows [tp_idx · V/tp, +V/tp) of the embedding and columns of the LM head.
+  int tp_size = 1;
+  int tp_idx = 0;
+  std::vector<int> qkv_columns;
+  // Sequence parallelism (Part 10.4): outside the tensor-parallel regions this rank holds
+  // positions [tp_idx · S/tp, +S/tp) of each sequence.
+  bool sequence_parallel = false;
+  // Expert parallelism (Part 12): the experts [expert_begin, expert_end) this rank holds.
+  int expert_begin = 0;
+  int expert_end = 0;
+
+  int vocab_begin(const GptConfig& c) const { return tp_idx * (c.vocab_size / tp_size); }
+  int local_vocab(const GptConfig& c) const { return c.vocab_size / tp_size; }
+  int mlp_begin(const GptConfig& c) const { return tp_idx * (4 * c.hidden / tp_size); }
+  int local_mlp_width(const GptConfig& c) const { return 4 * c.hidden / tp_size; }
+  int local_heads(const GptConfig& c) const {
+    return static_cast<int>(qkv_columns.size()) / 3 / c.head_size();
+  }
+};
+
+// The whole model on one rank: every QKV column, every expert.
+GptLayout one_rank_layout(const GptConfig& config);
+
+// Why this rank cannot hold the model as `layout` says ("" when it can): tp_size not dividing
+// V, 4h or a; QKV columns that are not whole heads of Q, K and V; experts out of range.
+std::string layout_problem(const GptConfig& config, const GptLayout& layout);
+
+}  // namespace dtk::gpt

@@ -1,0 +1,45 @@
+// LayerNorm over the features of each row (Ba, Kiros and Hinton, 2016), as GPT-2 places it
+// before the attention, before the MLP and after the last block:
+//
+//   y = x̂ · weight + bias,   x̂ = (x − mean) / √(var + eps)
+//
+// with the mean and the biased variance of each row's h values. Its parameters (1, h) are the
+// same on every rank (Sharing::Replicated).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dtk/gpt/parameter.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+class LayerNorm {
+ public:
+  // weight starts at 1, bias at 0 (PyTorch's nn.LayerNorm).
+  LayerNorm(const std::string& name, int width, double eps);
+
+  // x (N, h) → y (N, h). Keeps x̂ and 1 / √(var + eps) of each row for backward.
+  const Matrix<T>& forward(const Matrix<T>& x);
+
+  // dy (N, h) → dx (N, h); adds to weight.grad (Σ_rows dy ⊙ x̂) and bias.grad (Σ_rows dy):
+  //   dx̂ = dy ⊙ weight,   dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(var + eps)
+  const Matrix<T>& backward(const Matrix<T>& dy);
+
+  std::vector<Parameter<T>*> parameters() { return {&weight, &bias}; }
+  // Activations: what a backward pass reads, x̂ and 1 / √(var + eps) for its own, y for the
+  // product after it. Workspace: dx.
+  std::size_t activation_bytes() const;
+  std::size_t workspace_bytes() const;
+
+  Parameter<T> weight, bias;
+
+ private:
+  T eps_;
+  Matrix<T> normalized_;  // x̂ (N, h)
+  Vector<T> inv_std_;     // (N)
+  Matrix<T> y_, dx_;
+};
+
+}  // namespace dtk::gpt

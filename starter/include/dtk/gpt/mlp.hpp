@@ -1,0 +1,53 @@
+// GPT-2's MLP: h → 4h → h with GELU between (the tanh form GPT-2 uses):
+//
+//   y = g( GELU(f(x) · W1 + b1) · W2 ) + b2       W1 (h, 4h), b1 (1, 4h), W2 (4h, h), b2 (1, h)
+//   GELU(u) = u/2 · (1 + tanh(√(2/π) · (u + 0.044715 u³)))
+//
+// Tensor parallel (Megatron): fc1 is column-parallel, this rank holds the hidden columns
+// [mlp_begin, +4h/tp) of W1 and b1 and the same rows of W2 (fc2 is row-parallel); f and g are
+// GptCommunication's enter and exit. Each rank's GELU works on its own columns: no communication
+// between the two products. An expert of a mixture of experts is the same MLP, whole, without f
+// and g.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dtk/gpt/communication.hpp"
+#include "dtk/gpt/config.hpp"
+#include "dtk/gpt/linear.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+class Mlp {
+ public:
+  // The block's MLP, named prefix.fc1.weight, ...: this rank's slice, with f and g from `comm`,
+  // which must outlive it.
+  Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+      const InitialWeights& init, const GptCommunication<T>& comm);
+  // Expert `prefix` of a mixture: whole (Sharing::Expert), no communication.
+  Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init);
+
+  // x (N, h) → y (N, h): the block's residual stream rows, or the rows an expert processes.
+  const Matrix<T>& forward(const Matrix<T>& x);
+  // dy (N, h) → dx (N, h); adds to the gradients of W1, b1, W2, b2.
+  const Matrix<T>& backward(const Matrix<T>& dy);
+
+  std::vector<Parameter<T>*> parameters();
+  std::size_t activation_bytes() const;
+  std::size_t workspace_bytes() const;
+
+ private:
+  Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
+      const std::vector<int>& hidden_columns, Sharing sharing, const GptCommunication<T>* comm);
+
+  const GptCommunication<T>* comm_;  // f and g; nullptr for an expert
+  Linear<T> fc1_, fc2_;              // fc2 without its bias: b2 comes after g
+  Parameter<T> fc2_bias_;
+  Matrix<T> entered_, exited_;  // f(x), g(·) when they communicate
+  Matrix<T> hidden_;            // GELU(x · W1 + b1), (N, 4h/tp)
+  Matrix<T> y_, hidden_grad_;
+};
+
+}  // namespace dtk::gpt

@@ -1,0 +1,98 @@
+#include "command_line.hpp"
+
+#include <dtk/model/idx_loader.hpp>  // DataError
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+namespace dtk::command_line {
+
+long parse_integer(const std::string& flag, const std::string& text, long minimum) {
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < minimum) {
+    throw UsageError(flag + " expects " +
+                     (minimum == 0 ? "an integer >= 0" : "a positive integer") + ", got '" + text +
+                     "'");
+  }
+  return value;
+}
+
+long parse_positive(const std::string& flag, const std::string& text) {
+  return parse_integer(flag, text, 1);
+}
+
+double parse_positive_number(const std::string& flag, const std::string& text, bool allow_zero) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(allow_zero ? value >= 0 : value > 0) || !std::isfinite(value)) {
+    throw UsageError(flag + " expects a " + (allow_zero ? "number >= 0" : "positive number") +
+                     ", got '" + text + "'");
+  }
+  return value;
+}
+
+std::string mebibytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%10.2f", bytes / double(1 << 20));
+  return text;
+}
+
+void write_file(const std::string& path, const std::string& what,
+                const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  if (out) write(out);
+  if (!out) throw std::runtime_error("cannot write the " + what + " to " + path);
+}
+
+void check_writable(const std::string& path, const std::string& flag, const Communicator& world) {
+  if (path.empty()) return;
+  int ok = 1;
+  if (world.Get_rank() == 0) ok = std::ofstream(path) ? 1 : 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, world.handle());
+  if (!ok) throw UsageError(flag + " " + path + ": cannot create this file");
+}
+
+int run_mpi_program(int argc, char** argv, const char* program,
+                    const std::function<void(const Communicator& world)>& body) {
+  // Open MPI's "cm" transport probes for Omni-Path and libfabric network cards at start-up,
+  // about 0.2 s per run on a machine without them. Ranks on one machine talk through shared
+  // memory, so skip it (unless the user chose the transport: then OMPI_MCA_pml is set).
+  setenv("OMPI_MCA_pml", "^cm", /*overwrite=*/0);
+  int threads = 0;  // data loaders may have threads of their own, which never call MPI
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &threads);
+  int status = 0;
+  {
+    const Communicator world;
+    const bool root = world.Get_rank() == 0;
+    try {
+      body(world);
+    } catch (const UsageError& e) {
+      if (root) std::cerr << program << ": " << e.what() << "\n";
+      status = 2;
+    } catch (const DataError& e) {
+      if (root) std::cerr << program << ": " << e.what() << "\n";
+      status = 2;
+    } catch (const std::exception& e) {
+      if (root) std::cerr << program << ": " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace dtk::command_line

@@ -1,0 +1,120 @@
+#include "dtk/gpt/attention.hpp"
+
+#include <cmath>
+
+#include "dtk/gpt/bytes.hpp"
+
+namespace dtk::gpt {
+
+namespace {
+
+// m(i, j) += bias[j] for every row i.
+template <class T>
+void add_bias(Matrix<T>& m, const T* bias) {
+  const std::size_t cols = m.shape(1);
+  for (std::size_t i = 0; i < m.shape(0); ++i) {
+    for (std::size_t j = 0; j < cols; ++j) m(i, j) += bias[j];
+  }
+}
+
+// bias_grad[j] += Σ_i m(i, j)
+template <class T>
+void add_bias_grad(const Matrix<T>& m, T* bias_grad) {
+  const std::size_t cols = m.shape(1);
+  for (std::size_t i = 0; i < m.shape(0); ++i) {
+    for (std::size_t j = 0; j < cols; ++j) bias_grad[j] += m(i, j);
+  }
+}
+
+}  // namespace
+
+template <class T>
+CausalSelfAttention<T>::CausalSelfAttention(const std::string& prefix, const GptConfig& config,
+                                            const GptLayout& layout, const InitialWeights& init,
+                                            const GptCommunication<T>& comm)
+    : qkv_weight(column_slice<T>(
+          prefix + ".qkv.weight",
+          init.normal(prefix + ".qkv.weight", config.hidden, 3 * config.hidden, 0.02),
+          layout.qkv_columns)),
+      qkv_bias(column_slice<T>(prefix + ".qkv.bias", constant(1, 3 * config.hidden, 0.0),
+                               layout.qkv_columns)),
+      // Its rows are the columns of out its heads fill: the same indices as its Q columns.
+      proj_weight(row_slice<T>(
+          prefix + ".proj.weight",
+          init.normal(prefix + ".proj.weight", config.hidden, config.hidden,
+                      0.02 / std::sqrt(2.0 * config.layers)),
+          std::vector<int>(layout.qkv_columns.begin(),
+                           layout.qkv_columns.begin() + layout.qkv_columns.size() / 3))),
+      proj_bias(whole<T>(prefix + ".proj.bias", constant(1, config.hidden, 0.0))),
+      comm_(comm),
+      heads_(layout.local_heads(config)),
+      local_width_(layout.qkv_columns.size() / 3) {}
+
+template <class T>
+const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
+                                                 const std::vector<int>& positions, int batch) {
+  positions_ = positions;
+  batch_ = batch;
+  input_ = &communicate(comm_.enter_forward, x, entered_);  // f
+  const Matrix<T>& in = *input_;
+  const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
+  // part 0, 1, 2 = q, k, v = f(x) · (block p of W_qkv's columns) + (block p of b_qkv)
+  Matrix<T>* parts[3] = {&q_, &k_, &v_};
+  for (std::size_t p = 0; p < 3; ++p) {
+    ensure_shape(*parts[p], rows, width);
+    gemm<T>(false, false, rows, width, h, T(1), in.data(), h, qkv_weight.value.data() + p * width,
+            3 * width, T(0), parts[p]->data(), width);
+    add_bias(*parts[p], qkv_bias.value.data() + p * width);
+  }
+  attention_ = comm_.attention_forward(q_, k_, v_, positions_, batch_, heads_);
+  matmul(attention_.out, proj_weight.value, partial_);
+  y_ = communicate(comm_.exit_forward, partial_, exited_);  // g
+  add_row(y_, proj_bias.value);
+  return y_;
+}
+
+template <class T>
+const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy) {
+  add_column_sums(dy, proj_bias.grad);
+  const Matrix<T>& partial_grad = communicate(comm_.exit_backward, dy, exited_);
+  matmul_add_at_b(attention_.out, partial_grad, proj_weight.grad);
+  matmul_a_bt(partial_grad, proj_weight.value, out_grad_);
+  attention_grads_ = comm_.attention_backward(q_, k_, v_, attention_.out, attention_.lse, out_grad_,
+                                              positions_, batch_, heads_);
+  const Matrix<T>& in = *input_;
+  const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
+  ensure_shape(input_grad_, rows, h);
+  const Matrix<T>* part_grads[3] = {&attention_grads_.dq, &attention_grads_.dk,
+                                    &attention_grads_.dv};
+  for (std::size_t p = 0; p < 3; ++p) {
+    const Matrix<T>& grad = *part_grads[p];
+    // block p of dW_qkv += f(x)ᵀ · grad, of db_qkv += Σ_rows grad
+    gemm<T>(true, false, h, width, rows, T(1), in.data(), h, grad.data(), width, T(1),
+            qkv_weight.grad.data() + p * width, 3 * width);
+    add_bias_grad(grad, qkv_bias.grad.data() + p * width);
+    // d f(x) = Σ_p grad_p · (block p of W_qkv)ᵀ
+    gemm<T>(false, true, rows, h, width, T(1), grad.data(), width,
+            qkv_weight.value.data() + p * width, 3 * width, p == 0 ? T(0) : T(1),
+            input_grad_.data(), h);
+  }
+  // The backward has read f(x): its buffer can take f's backward now.
+  return communicate(comm_.enter_backward, input_grad_, entered_);
+}
+
+template <class T>
+std::size_t CausalSelfAttention<T>::activation_bytes() const {
+  // f(x) when f made it (else its owner counts it), q, k, v for the attention's backward, and
+  // out with lse (FlashAttention's: the probabilities are computed again, not kept).
+  return bytes_of(entered_, q_, k_, v_, attention_.out, attention_.lse);
+}
+
+template <class T>
+std::size_t CausalSelfAttention<T>::workspace_bytes() const {
+  return bytes_of(partial_, exited_, y_, out_grad_, input_grad_, attention_grads_.dq,
+                  attention_grads_.dk, attention_grads_.dv);
+}
+
+template class CausalSelfAttention<float>;
+template class CausalSelfAttention<double>;
+
+}  // namespace dtk::gpt

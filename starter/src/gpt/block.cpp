@@ -1,0 +1,69 @@
+#include "dtk/gpt/block.hpp"
+
+#include <xtensor/xnoalias.hpp>
+
+#include "dtk/gpt/bytes.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+Block<T>::Block(int index, const GptConfig& config, const GptLayout& layout,
+                const InitialWeights& init, const GptCommunication<T>& comm)
+    : ln1_("blocks." + std::to_string(index) + ".ln1", config.hidden, config.layer_norm_eps),
+      ln2_("blocks." + std::to_string(index) + ".ln2", config.hidden, config.layer_norm_eps),
+      attention_("blocks." + std::to_string(index) + ".attn", config, layout, init, comm) {
+  const std::string prefix = "blocks." + std::to_string(index);
+  if (config.mixture_of_experts()) {
+    moe_.emplace(prefix + ".moe", config, layout, init, comm);
+  } else {
+    mlp_.emplace(prefix + ".mlp", config, layout, init, comm);
+  }
+}
+
+template <class T>
+const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
+                                   double batch_tokens) {
+  xt::noalias(after_attention_) = x + attention_.forward(ln1_.forward(x), positions, batch);
+  const Matrix<T>& normalized = ln2_.forward(after_attention_);
+  const Matrix<T>& mlp_out =
+      moe_ ? moe_->forward(normalized, batch_tokens) : mlp_->forward(normalized);
+  xt::noalias(y_) = after_attention_ + mlp_out;
+  return y_;
+}
+
+template <class T>
+const Matrix<T>& Block<T>::backward(const Matrix<T>& dy) {
+  // Each residual connection passes its gradient on unchanged and adds its branch's.
+  const Matrix<T>& mlp_grad = moe_ ? moe_->backward(dy) : mlp_->backward(dy);
+  xt::noalias(after_attention_grad_) = dy + ln2_.backward(mlp_grad);
+  xt::noalias(x_grad_) =
+      after_attention_grad_ + ln1_.backward(attention_.backward(after_attention_grad_));
+  return x_grad_;
+}
+
+template <class T>
+std::vector<Parameter<T>*> Block<T>::parameters() {
+  std::vector<Parameter<T>*> all = ln1_.parameters();
+  for (Parameter<T>* p : attention_.parameters()) all.push_back(p);
+  for (Parameter<T>* p : ln2_.parameters()) all.push_back(p);
+  for (Parameter<T>* p : moe_ ? moe_->parameters() : mlp_->parameters()) all.push_back(p);
+  return all;
+}
+
+template <class T>
+std::size_t Block<T>::activation_bytes() const {
+  return ln1_.activation_bytes() + attention_.activation_bytes() + ln2_.activation_bytes() +
+         (moe_ ? moe_->activation_bytes() : mlp_->activation_bytes());
+}
+
+template <class T>
+std::size_t Block<T>::workspace_bytes() const {
+  return bytes_of(after_attention_, y_, after_attention_grad_, x_grad_) + ln1_.workspace_bytes() +
+         attention_.workspace_bytes() + ln2_.workspace_bytes() +
+         (moe_ ? moe_->workspace_bytes() : mlp_->workspace_bytes());
+}
+
+template class Block<float>;
+template class Block<double>;
+
+}  // namespace dtk::gpt

@@ -1,0 +1,150 @@
+#include "dtk/gpt/gpt.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include <xtensor/xnoalias.hpp>
+
+#include "dtk/gpt/bytes.hpp"
+
+namespace dtk::gpt {
+
+namespace {
+
+// Throws when the model cannot be built; returns the config to initialise members with.
+const GptConfig& checked(const GptConfig& config, const GptLayout& layout) {
+  std::string problem = config_problem(config);
+  if (problem.empty()) problem = layout_problem(config, layout);
+  if (!problem.empty()) throw std::invalid_argument("Gpt: " + problem);
+  return config;
+}
+
+}  // namespace
+
+template <class T>
+Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed,
+            GptCommunication<T> comm)
+    : config_(checked(config, layout)),
+      layout_(layout),
+      comm_(std::move(comm)),
+      embedding_(config_, layout_, InitialWeights(seed), comm_),
+      final_norm_("ln_f", config.hidden, config.layer_norm_eps),
+      lm_head_(column_slice<T>(
+          "lm_head.weight",
+          InitialWeights(seed).normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
+          layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config))) {
+  const InitialWeights init(seed);
+  blocks_.reserve(config.layers);  // no reallocation: the blocks' layers are referred to
+  for (int l = 0; l < config.layers; ++l) blocks_.emplace_back(l, config_, layout_, init, comm_);
+}
+
+template <class T>
+GptLoss Gpt<T>::forward(const GptBatch& batch) {
+  const std::size_t per_sequence = batch.positions.size();
+  if (batch.batch < 1 || per_sequence == 0 || batch.tokens.size() != batch.batch * per_sequence ||
+      (batch.targets.size() != 0 && batch.targets.size() != batch.tokens.size())) {
+    throw std::invalid_argument("Gpt::forward: expected " + std::to_string(batch.batch) + " x " +
+                                std::to_string(per_sequence) +
+                                " tokens (and as many targets), got " +
+                                std::to_string(batch.tokens.size()) + " tokens and " +
+                                std::to_string(batch.targets.size()) + " targets");
+  }
+  batch_ = &batch;
+  // The positions the residual stream holds: all of them, or under sequence parallelism this
+  // rank's S/tp of each sequence.
+  std::vector<int> stream_positions = batch.positions;
+  if (layout_.sequence_parallel) {
+    const std::size_t share = per_sequence / layout_.tp_size;
+    stream_positions.assign(batch.positions.begin() + layout_.tp_idx * share,
+                            batch.positions.begin() + (layout_.tp_idx + 1) * share);
+  }
+  const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions);
+  GptLoss loss;
+  for (Block<T>& block : blocks_) {
+    x = &block.forward(*x, batch.positions, batch.batch, batch.loss_tokens);
+    loss.aux_loss += block.aux_loss();
+  }
+  const Matrix<T>& head_input =
+      communicate(comm_.enter_forward, final_norm_.forward(*x), head_entered_);  // f
+  const Matrix<T>& logits = lm_head_.forward(head_input);
+  if (batch.targets.size() != 0) {
+    loss_ = comm_.cross_entropy(logits, batch.targets, layout_.vocab_begin(config_));
+    loss.cross_entropy_sum = xt::sum(loss_.loss)();
+    loss.scored = loss_.loss.size();
+  }
+  return loss;
+}
+
+template <class T>
+void Gpt<T>::backward() {
+  if (!batch_ || batch_->targets.size() == 0) {
+    throw std::logic_error("Gpt::backward needs a forward pass with targets first");
+  }
+  // cross_entropy's gradient is of the mean over its N rows; the loss is the sum over
+  // loss_tokens.
+  const T scale = T(double(loss_.loss.size()) / batch_->loss_tokens);
+  xt::noalias(logits_grad_) = loss_.logits_grad * scale;
+  const Matrix<T>& head_input_grad = lm_head_.backward(logits_grad_);
+  const Matrix<T>* grad = &final_norm_.backward(
+      communicate(comm_.enter_backward, head_input_grad, head_entered_));  // f's backward
+  for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
+    grad = &block->backward(*grad);
+  }
+  embedding_.backward(*grad);
+}
+
+template <class T>
+void Gpt<T>::zero_grad() {
+  for (Parameter<T>* p : parameters()) p->grad.fill(T(0));
+}
+
+template <class T>
+std::vector<Parameter<T>*> Gpt<T>::parameters() {
+  std::vector<Parameter<T>*> all = embedding_.parameters();
+  for (Block<T>& block : blocks_) {
+    for (Parameter<T>* p : block.parameters()) all.push_back(p);
+  }
+  for (Parameter<T>* p : final_norm_.parameters()) all.push_back(p);
+  all.push_back(&lm_head_.weight);
+  return all;
+}
+
+template <class T>
+std::size_t Gpt<T>::activation_bytes() const {
+  std::size_t total = final_norm_.activation_bytes() + bytes_of(head_entered_, loss_.logits_grad);
+  for (const Block<T>& block : blocks_) total += block.activation_bytes();
+  return total;
+}
+
+template <class T>
+std::size_t Gpt<T>::workspace_bytes() const {
+  std::size_t total = embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
+                      lm_head_.output_bytes() + lm_head_.input_grad_bytes() +
+                      bytes_of(loss_.loss, logits_grad_);
+  for (const Block<T>& block : blocks_) total += block.workspace_bytes();
+  return total;
+}
+
+double training_flops(const GptConfig& c, double tokens) {
+  const double h = c.hidden, T = c.seq_len, V = c.vocab_size;
+  const double mlp =
+      c.mixture_of_experts() ? c.top_k * 2 * (8 * h * h) + 2 * h * c.experts : 2 * (8 * h * h);
+  // Per token: Q, K, V and the output projection (2 · 4h²), the scores and the weighted values
+  // (2 · T · h each), the MLP, and the LM head.
+  const double per_token_forward = c.layers * (2 * 4 * h * h + 4 * T * h + mlp) + 2 * h * V;
+  return 3 * per_token_forward * tokens;  // backward: twice the forward's products
+}
+
+std::int64_t parameter_count(const GptConfig& c) {
+  const std::int64_t h = c.hidden, V = c.vocab_size, T = c.seq_len, E = c.experts;
+  const std::int64_t mlp = 8 * h * h + 4 * h + h;                // W1, b1, W2, b2
+  const std::int64_t attention = 3 * h * h + 3 * h + h * h + h;  // W_qkv, b_qkv, W_proj, b_proj
+  const std::int64_t block =
+      2 * (2 * h) + attention + (c.mixture_of_experts() ? h * E + E * mlp : mlp);
+  return V * h + T * h + c.layers * block + 2 * h + h * V;
+}
+
+template class Gpt<float>;
+template class Gpt<double>;
+
+}  // namespace dtk::gpt

@@ -1,0 +1,197 @@
+#include "dtk/gpt/mixture_of_experts.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "dtk/gpt/bytes.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+MixtureOfExperts<T>::MixtureOfExperts(const std::string& prefix, const GptConfig& config,
+                                      const GptLayout& layout, const InitialWeights& init,
+                                      const GptCommunication<T>& comm)
+    : router(whole<T>(prefix + ".router.weight",
+                      init.normal(prefix + ".router.weight", config.hidden, config.experts, 0.02))),
+      comm_(comm),
+      num_experts_(config.experts),
+      top_k_(config.top_k),
+      aux_coef_(config.aux_loss_coef) {
+  experts_.reserve(layout.expert_end - layout.expert_begin);
+  for (int e = layout.expert_begin; e < layout.expert_end; ++e) {
+    experts_.emplace_back(prefix + ".experts." + std::to_string(e), config, init);
+  }
+  expert_inputs_.resize(experts_.size());
+}
+
+template <class T>
+void MixtureOfExperts<T>::route(const Matrix<T>& x) {
+  const std::size_t rows = x.shape(0), experts = num_experts_, k = top_k_;
+  matmul(x, router.value, probs_);
+  ensure_shape(gates_, rows, k);
+  expert_ids_.resize({rows, k});
+  // [f_e as row counts..., Σ_i probs(i, e)...]: this rank's, then the whole batch's.
+  std::vector<double> statistics(2 * experts, 0.0);
+  std::vector<int> order(experts);
+  for (std::size_t i = 0; i < rows; ++i) {
+    T* p = probs_.data() + i * experts;
+    const T max = *std::max_element(p, p + experts);
+    T sum = 0;
+    for (std::size_t e = 0; e < experts; ++e) sum += p[e] = std::exp(p[e] - max);
+    for (std::size_t e = 0; e < experts; ++e) p[e] /= sum;
+    // The k most probable, ties to the lower id.
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    T chosen = 0;
+    for (std::size_t c = 0; c < k; ++c) chosen += p[order[c]];
+    for (std::size_t c = 0; c < k; ++c) {
+      expert_ids_(i, c) = order[c];
+      gates_(i, c) = p[order[c]] / chosen;
+      statistics[order[c]] += 1;
+    }
+    for (std::size_t e = 0; e < experts; ++e) statistics[experts + e] += p[e];
+  }
+  if (comm_.sum_over_batch) comm_.sum_over_batch(statistics);
+  expert_rows_.assign(statistics.begin(), statistics.begin() + experts);
+  aux_loss_ = 0;
+  for (std::size_t e = 0; e < experts; ++e) {
+    const double share = expert_rows_[e] / (batch_tokens_ * k);        // f_e
+    const double mean_prob = statistics[experts + e] / batch_tokens_;  // P_e
+    aux_loss_ += aux_coef_ * experts * share * mean_prob;
+  }
+}
+
+// Each of this rank's experts on its block of `rows` (grouped by expert, rows_per_expert of
+// each): its forward, or with `backward` its backward (rows are then output gradients).
+template <class T>
+void MixtureOfExperts<T>::run_experts(const Matrix<T>& rows,
+                                      const std::vector<int>& rows_per_expert, bool backward,
+                                      Matrix<T>& out) {
+  const std::size_t width = rows.shape(1);
+  ensure_shape(out, rows.shape(0), width);
+  std::size_t first = 0;
+  for (std::size_t e = 0; e < experts_.size(); ++e) {
+    const std::size_t count = rows_per_expert[e];
+    // An expert keeps its input for its backward: one matrix each.
+    Matrix<T>& block = backward ? part_ : expert_inputs_[e];
+    ensure_shape(block, count, width);
+    std::copy_n(rows.data() + first * width, count * width, block.data());
+    const Matrix<T>& result = backward ? experts_[e].backward(block) : experts_[e].forward(block);
+    std::copy_n(result.data(), count * width, out.data() + first * width);
+    first += count;
+  }
+}
+
+template <class T>
+const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_tokens) {
+  input_ = &x;
+  batch_tokens_ = batch_tokens;
+  route(x);
+  auto [rows, plan] = comm_.moe_dispatch(x, expert_ids_, num_experts_);
+  plan_ = std::move(plan);
+  run_experts(rows, plan_.tokens_per_local_expert, false, expert_out_);
+  // The experts' outputs back, one row per (token, choice): gates of 1, (N · k, 1).
+  const std::size_t n = x.shape(0), k = top_k_, width = x.shape(1);
+  choice_out_ = comm_.moe_combine(expert_out_, plan_, xt::ones<T>({n * k, std::size_t(1)}));
+  ensure_shape(y_, n, width);
+  y_.fill(T(0));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < k; ++c) {
+      const T gate = gates_(i, c);
+      const T* out = choice_out_.data() + (i * k + c) * width;
+      for (std::size_t j = 0; j < width; ++j) y_(i, j) += gate * out[j];
+    }
+  }
+  return y_;
+}
+
+template <class T>
+const Matrix<T>& MixtureOfExperts<T>::backward(const Matrix<T>& dy) {
+  const std::size_t n = dy.shape(0), k = top_k_, width = dy.shape(1), experts = num_experts_;
+  // d out(i, c) = gates[i, c] · dy[i];  d gates[i, c] = dy[i] · out(i, c)
+  ensure_shape(choice_grad_, n * k, width);
+  Matrix<T> gates_grad({n, k});
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < k; ++c) {
+      const T* out = choice_out_.data() + (i * k + c) * width;
+      T* grad = choice_grad_.data() + (i * k + c) * width;
+      T dot = 0;
+      for (std::size_t j = 0; j < width; ++j) {
+        grad[j] = gates_(i, c) * dy(i, j);
+        dot += dy(i, j) * out[j];
+      }
+      gates_grad(i, c) = dot;
+    }
+  }
+  // To the experts, one row per (token, choice), in the order dispatch gave the forward.
+  xt::xtensor<std::int32_t, 2> choice_ids = expert_ids_;
+  choice_ids.reshape({n * k, std::size_t(1)});
+  expert_out_grad_ = comm_.moe_dispatch(choice_grad_, choice_ids, num_experts_).first;
+  run_experts(expert_out_grad_, plan_.tokens_per_local_expert, true, expert_in_grad_);
+  // Back to the tokens, a token's k rows summed: gates of 1, (N, k).
+  input_grad_ = comm_.moe_combine(expert_in_grad_, plan_, xt::ones<T>({n, k}));
+
+  // The router: d probs from the gates (renormalised over the chosen) and from the
+  // load-balancing loss (α · E · f_e / N_batch on probs(i, e)), then the softmax's backward.
+  ensure_shape(router_logits_grad_, n, experts);
+  std::vector<T> probs_grad(experts);
+  for (std::size_t i = 0; i < n; ++i) {
+    const T* p = probs_.data() + i * experts;
+    for (std::size_t e = 0; e < experts; ++e) {
+      const double share = expert_rows_[e] / (batch_tokens_ * k);
+      probs_grad[e] = T(aux_coef_ * experts * share / batch_tokens_);
+    }
+    // gates_c = p_c / Σ: d p_c = (d gates_c − Σ_c' d gates_c' · gates_c') / Σ
+    T chosen = 0, weighted = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      chosen += p[expert_ids_(i, c)];
+      weighted += gates_grad(i, c) * gates_(i, c);
+    }
+    for (std::size_t c = 0; c < k; ++c) {
+      probs_grad[expert_ids_(i, c)] += (gates_grad(i, c) - weighted) / chosen;
+    }
+    T dot = 0;
+    for (std::size_t e = 0; e < experts; ++e) dot += p[e] * probs_grad[e];
+    for (std::size_t e = 0; e < experts; ++e) {
+      router_logits_grad_(i, e) = p[e] * (probs_grad[e] - dot);
+    }
+  }
+  matmul_add_at_b(*input_, router_logits_grad_, router.grad);
+  Matrix<T> router_input_grad;
+  matmul_a_bt(router_logits_grad_, router.value, router_input_grad);
+  input_grad_ += router_input_grad;
+  return input_grad_;
+}
+
+template <class T>
+std::vector<Parameter<T>*> MixtureOfExperts<T>::parameters() {
+  std::vector<Parameter<T>*> all = {&router};
+  for (Mlp<T>& expert : experts_) {
+    for (Parameter<T>* p : expert.parameters()) all.push_back(p);
+  }
+  return all;
+}
+
+template <class T>
+std::size_t MixtureOfExperts<T>::activation_bytes() const {
+  std::size_t total = bytes_of(probs_, expert_ids_, gates_, choice_out_);
+  for (std::size_t e = 0; e < experts_.size(); ++e) {
+    total += bytes_of(expert_inputs_[e]) + experts_[e].activation_bytes();
+  }
+  return total;
+}
+
+template <class T>
+std::size_t MixtureOfExperts<T>::workspace_bytes() const {
+  std::size_t total = bytes_of(expert_out_, y_, choice_grad_, expert_out_grad_, expert_in_grad_,
+                               router_logits_grad_, input_grad_, part_);
+  for (const Mlp<T>& expert : experts_) total += expert.workspace_bytes();
+  return total;
+}
+
+template class MixtureOfExperts<float>;
+template class MixtureOfExperts<double>;
+
+}  // namespace dtk::gpt

@@ -1,0 +1,138 @@
+#include "dtk/gpt/mlp.hpp"
+
+#include <cmath>
+
+#include "dtk/gpt/bytes.hpp"
+
+namespace dtk::gpt {
+
+namespace {
+
+// √(2/π) and the cubic term's coefficient of GELU's tanh form.
+constexpr double kGeluScale = 0.7978845608028654;
+constexpr double kGeluCubic = 0.044715;
+
+// out = GELU(u)
+template <class T>
+void gelu(const Matrix<T>& u, Matrix<T>& out) {
+  ensure_shape(out, u.shape(0), u.shape(1));
+  const T c = T(kGeluScale), a = T(kGeluCubic);
+  const T* in = u.data();
+  T* o = out.data();
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    const T x = in[i];
+    o[i] = T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x)));
+  }
+}
+
+// grad = out_grad ⊙ GELU'(u), GELU'(u) = (1 + t)/2 + u/2 · (1 − t²) · √(2/π) · (1 + 3a u²)
+// with t = tanh(√(2/π) (u + a u³)).
+template <class T>
+void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& grad) {
+  ensure_shape(grad, u.shape(0), u.shape(1));
+  const T c = T(kGeluScale), a = T(kGeluCubic);
+  const T* in = u.data();
+  const T* g = out_grad.data();
+  T* o = grad.data();
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    const T x = in[i];
+    const T t = std::tanh(c * (x + a * x * x * x));
+    const T derivative =
+        T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
+    o[i] = g[i] * derivative;
+  }
+}
+
+}  // namespace
+
+template <class T>
+Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+            const InitialWeights& init, const GptCommunication<T>& comm)
+    : Mlp(prefix, config, init,
+          index_range(layout.mlp_begin(config),
+                      layout.mlp_begin(config) + layout.local_mlp_width(config)),
+          Sharing::TensorParallel, &comm) {}
+
+template <class T>
+Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init)
+    : Mlp(prefix, config, init, index_range(0, 4 * config.hidden), Sharing::Expert, nullptr) {}
+
+namespace {
+
+template <class T>
+Parameter<T> shared_as(Parameter<T> p, Sharing sharing) {
+  p.sharing = sharing;
+  return p;
+}
+
+}  // namespace
+
+template <class T>
+Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
+            const std::vector<int>& hidden_columns, Sharing sharing,
+            const GptCommunication<T>* comm)
+    : comm_(comm),
+      fc1_(shared_as(column_slice<T>(prefix + ".fc1.weight",
+                                     init.normal(prefix + ".fc1.weight", config.hidden,
+                                                 4 * config.hidden, 0.02),
+                                     hidden_columns),
+                     sharing),
+           shared_as(column_slice<T>(prefix + ".fc1.bias", constant(1, 4 * config.hidden, 0.0),
+                                     hidden_columns),
+                     sharing)),
+      // GPT-2 scales the products that add to the residual stream by 1/√(2L).
+      fc2_(shared_as(row_slice<T>(prefix + ".fc2.weight",
+                                  init.normal(prefix + ".fc2.weight", 4 * config.hidden,
+                                              config.hidden, 0.02 / std::sqrt(2.0 * config.layers)),
+                                  hidden_columns),
+                     sharing)),
+      fc2_bias_(whole<T>(prefix + ".fc2.bias", constant(1, config.hidden, 0.0),
+                         sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)) {}
+
+template <class T>
+const Matrix<T>& Mlp<T>::forward(const Matrix<T>& x) {
+  const Matrix<T>& in = comm_ ? communicate(comm_->enter_forward, x, entered_) : x;  // f
+  gelu(fc1_.forward(in), hidden_);
+  const Matrix<T>& partial = fc2_.forward(hidden_);
+  const Matrix<T>& summed =
+      comm_ ? communicate(comm_->exit_forward, partial, exited_) : partial;  // g
+  y_ = summed;
+  add_row(y_, fc2_bias_.value);
+  return y_;
+}
+
+template <class T>
+const Matrix<T>& Mlp<T>::backward(const Matrix<T>& dy) {
+  add_column_sums(dy, fc2_bias_.grad);
+  const Matrix<T>& partial_grad = comm_ ? communicate(comm_->exit_backward, dy, exited_) : dy;
+  const Matrix<T>& hidden_grad = fc2_.backward(partial_grad);
+  gelu_backward(fc1_.output(), hidden_grad, hidden_grad_);
+  const Matrix<T>& in_grad = fc1_.backward(hidden_grad_);
+  // fc1's backward has read f(x): its buffer can take f's backward now.
+  return comm_ ? communicate(comm_->enter_backward, in_grad, entered_) : in_grad;
+}
+
+template <class T>
+std::vector<Parameter<T>*> Mlp<T>::parameters() {
+  std::vector<Parameter<T>*> all = fc1_.parameters();
+  all.push_back(&fc2_.weight);
+  all.push_back(&fc2_bias_);
+  return all;
+}
+
+template <class T>
+std::size_t Mlp<T>::activation_bytes() const {
+  // f(x) for W1's gradient, x · W1 + b1 for GELU's, GELU(·) for W2's.
+  return bytes_of(entered_, hidden_) + fc1_.output_bytes();
+}
+
+template <class T>
+std::size_t Mlp<T>::workspace_bytes() const {
+  return bytes_of(exited_, y_, hidden_grad_) + fc2_.output_bytes() + fc1_.input_grad_bytes() +
+         fc2_.input_grad_bytes();
+}
+
+template class Mlp<float>;
+template class Mlp<double>;
+
+}  // namespace dtk::gpt
