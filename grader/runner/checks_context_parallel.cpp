@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include <xtensor/xview.hpp>
@@ -23,6 +24,11 @@ namespace {
 
 template <class T>
 using Matrix = xt::xtensor<T, 2>;
+
+// "1 head", "4 heads".
+std::string count_of(std::size_t n, const std::string& thing) {
+  return std::to_string(n) + " " + thing + (n == 1 ? "" : "s");
+}
 
 // A known mistake: what a recorded value would be after it.
 template <class T>
@@ -120,7 +126,15 @@ void check_cp_positions(CheckContext& context) {
 
 // ----------------------------------- 11.2 -------------------------------------------------------
 
-// The merge of one row and head by a formula, with a, b the two sides' lse: the known mistakes.
+// How a known mistake merges one row and head of two sides whose lse are a and b: the two sides'
+// weights and the new lse.
+template <class T>
+struct Weights {
+  T a, b, lse;
+};
+
+// (out, lse) merged with (block_out, block_lse) row by row and head by head as `merge(a, b)`
+// weighs them; a row it gives no weights (std::nullopt) stays as it is.
 template <class T, class Merge>
 std::pair<Matrix<T>, Matrix<T>> merged_by(const Matrix<T>& out, const Matrix<T>& lse,
                                           const Matrix<T>& block_out, const Matrix<T>& block_lse,
@@ -129,12 +143,12 @@ std::pair<Matrix<T>, Matrix<T>> merged_by(const Matrix<T>& out, const Matrix<T>&
   const std::size_t heads = lse.shape(1), d = out.shape(1) / heads;
   for (std::size_t i = 0; i < out.shape(0); ++i) {
     for (std::size_t h = 0; h < heads; ++h) {
-      // merge(a, b) gives the two weights and the new lse.
-      const auto [wa, wb, merged] = merge(lse(i, h), block_lse(i, h));
+      const std::optional<Weights<T>> w = merge(lse(i, h), block_lse(i, h));
+      if (!w) continue;
       for (std::size_t c = h * d; c < (h + 1) * d; ++c) {
-        merged_out(i, c) = (wa * out(i, c) + wb * block_out(i, c)) / (wa + wb);
+        merged_out(i, c) = (w->a * out(i, c) + w->b * block_out(i, c)) / (w->a + w->b);
       }
-      merged_lse(i, h) = merged;
+      merged_lse(i, h) = w->lse;
     }
   }
   return {merged_out, merged_lse};
@@ -181,9 +195,10 @@ void merge_case(CheckContext& context) {
   Matrix<T> out = random_matrix<T>(rng, rows, heads * d),
             block_out = random_matrix<T>(rng, rows, heads * d);
   Matrix<T> lse({rows, heads}), block_lse({rows, heads});
+  const std::string shapes = count_of(rows, "row") + ", " + count_of(heads, "head") + " of " +
+                             count_of(d, "column") + ", " + test.type;
   if (test.has_word("mismatched")) {
-    context.out.note(std::to_string(rows) + " rows, " + std::to_string(heads) + " heads of " +
-                     std::to_string(d) + " columns, " + test.type + ": shapes that do not match");
+    context.out.note(shapes + ": shapes that do not match");
     Matrix<T> longer = xt::zeros<T>({rows + 1, heads * d}), wider = xt::zeros<T>({rows, heads + 1});
     record_refusal(context, "block_out with one row more than out",
                    refusal([&] { merge_attention<T>(out, lse, longer, block_lse); }));
@@ -192,9 +207,7 @@ void merge_case(CheckContext& context) {
     return;
   }
   fill_lse(rng, test, lse, block_lse, out, block_out);
-  context.out.note(std::to_string(rows) + " rows, " + std::to_string(heads) + " heads of " +
-                   std::to_string(d) + " columns, " + test.type + "; out, block_out drawn from " +
-                   "the seed; lse " +
+  context.out.note(shapes + "; out, block_out drawn from the seed; lse " +
                    (test.has_word("far")     ? "near ±1000, the sides up to 1000 apart"
                     : test.has_word("empty") ? "drawn from [-4, 4] or -infinity (an empty side)"
                                              : "drawn from [-4, 4]"));
@@ -209,33 +222,32 @@ void merge_case(CheckContext& context) {
     record_mistake(context.out, "out", mistake, wrong.first);
     if (with_lse) record_mistake(context.out, "lse", mistake, wrong.second);
   };
-  struct Weights {
-    T a, b, lse;
-  };
+  using Merged = std::optional<Weights<T>>;
   record_wrong(
       "the merge without the max shift (e^lse overflows to infinity past lse ≈ 88 in "
       "float, 709 in double, or underflows to 0)",
       merged_by(out, lse, block_out, block_lse,
-                [](T a, T b) {
-                  return Weights{std::exp(a), std::exp(b), std::log(std::exp(a) + std::exp(b))};
+                [](T a, T b) -> Merged {
+                  return Weights<T>{std::exp(a), std::exp(b), std::log(std::exp(a) + std::exp(b))};
                 }),
       true);
   record_wrong("the two sides weighted equally, (out + block_out) / 2 (by count, not by e^lse)",
                merged_by(out, lse, block_out, block_lse,
-                         [](T, T) {
-                           return Weights{1, 1, 0};
+                         [&](T, T b) -> Merged {
+                           if (b == minus_infinity) return std::nullopt;  // an empty block
+                           return Weights<T>{1, 1, 0};
                          }),
                false);
   record_wrong("two empty sides merged with the shift (-infinity - (-infinity) is NaN)",
                merged_by(out, lse, block_out, block_lse,
-                         [&](T a, T b) {
+                         [&](T a, T b) -> Merged {
                            const T m = std::max(a, b);
                            if (m != minus_infinity) {
                              const T wa = std::exp(a - m), wb = std::exp(b - m);
-                             return Weights{wa, wb, m + std::log(wa + wb)};
+                             return Weights<T>{wa, wb, m + std::log(wa + wb)};
                            }
                            const T nan = std::numeric_limits<T>::quiet_NaN();
-                           return Weights{nan, nan, nan};
+                           return Weights<T>{nan, nan, nan};
                          }),
                true);
 }
@@ -284,11 +296,11 @@ RingCase<T> ring_case(CheckContext& context) {
     c.col_step = (c.width + 63) / 64;
   }
   context.out.note(
-      std::to_string(c.p) + " ranks, " + test.type + ", " + std::to_string(c.batch) +
-      " sequence(s) of " + std::to_string(c.length) + " positions, " + std::to_string(c.heads) +
-      " head(s) of " + std::to_string(d) + " columns; " +
+      count_of(c.p, "rank") + ", " + test.type + ", " + count_of(c.batch, "sequence") + " of " +
+      count_of(c.length, "position") + ", " + count_of(c.heads, "head") + " of " +
+      count_of(d, "column") + "; " +
       (c.zigzag ? "zig-zag: rank r holds chunks r and 2p - 1 - r of " + std::to_string(2 * c.p) +
-                      " chunks of " + std::to_string(s / 2) + " positions"
+                      " chunks of " + count_of(s / 2, "position")
                 : "contiguous: rank r holds positions [" + std::to_string(s) + " r, " +
                       std::to_string(s) + " (r + 1))") +
       "; q, k, v and dout drawn from the seed" +

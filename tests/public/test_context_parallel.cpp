@@ -14,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -273,19 +274,6 @@ void check_sent_blocks(Checks& check, const std::string& what, Layout& layout,
                                    std::to_string(at_least) + ")");
 }
 
-// Every group size and both layouts of the problem; `check_one(layout)` checks one.
-template <class CheckOne>
-void on_every_layout(Checks& check, int length, CheckOne check_one) {
-  report_first_few(check, [&](Checks& each) {
-    for (int size : {1, 2, 4}) {
-      for (bool zigzag : {false, true}) {
-        Layout layout = layout_of(group_of(size), length, zigzag);
-        check_one(each, layout);
-      }
-    }
-  });
-}
-
 template <class T>
 void check_forward(Checks& check, const Problem& pb, const Serial& whole, Layout& layout) {
   const auto local = [&](const Matrix& m) {
@@ -327,18 +315,53 @@ void check_backward(Checks& check, const Problem& pb, const Serial& whole, Layou
                expected(whole.dv), grads.dv);
 }
 
+// A problem and what one rank holding it computes, made once per process.
+struct Solved {
+  Problem problem;
+  Serial whole;
+};
+
+Solved solve(Problem problem) {
+  Serial whole = serial_attention(problem);
+  return {std::move(problem), std::move(whole)};
+}
+
 // Small problems: 3 sequences, 2 heads of 5 columns; 16 positions, so that 4 ranks zig-zag
 // with chunks of 2 positions.
-const Problem& small_problem() {
-  static const Problem problem = make_problem(3, 2, 5, 16);
-  return problem;
+const Solved& small() {
+  static const Solved solved = solve(make_problem(3, 2, 5, 16));
+  return solved;
 }
 
 // 1 MB of keys (float; 2 MB in double) per block on each of 4 ranks: 4 sequences, 8 positions
 // of each per rank, 16 heads of 512 columns.
-const Problem& large_problem() {
-  static const Problem problem = make_problem(4, 16, 512, 32);
-  return problem;
+const Solved& large() {
+  static const Solved solved = solve(make_problem(4, 16, 512, 32));
+  return solved;
+}
+
+using CheckOne = void (*)(Checks&, const Problem&, const Serial&, Layout&);
+
+// check_one on the small problem, on groups of 1, 2 and 4 ranks, contiguous and zig-zag.
+void on_small_layouts(Checks& check, CheckOne check_one) {
+  const Solved& solved = small();
+  report_first_few(check, [&](Checks& each) {
+    for (int size : {1, 2, 4}) {
+      for (bool zigzag : {false, true}) {
+        Layout layout = layout_of(group_of(size), solved.problem.length, zigzag);
+        check_one(each, solved.problem, solved.whole, layout);
+      }
+    }
+  });
+}
+
+// check_one on the large problem, on all 4 ranks, contiguous and zig-zag.
+void on_large_layouts(Checks& check, CheckOne check_one) {
+  const Solved& solved = large();
+  for (bool zigzag : {false, true}) {
+    Layout layout = layout_of(dtk::Communicator(), solved.problem.length, zigzag);
+    check_one(check, solved.problem, solved.whole, layout);
+  }
 }
 
 }  // namespace
@@ -488,27 +511,16 @@ TEMPLATE_TEST_CASE(
     "Part 11 | ring_attention_forward: one rank's causal attention on groups of 1, 2 and 4 "
     "ranks, contiguous and zig-zag",
     "[part11]", float, double) {
-  dtk::testing::on_every_rank(kRanks, [](Checks& check) {
-    const Problem& pb = small_problem();
-    static const Serial whole = serial_attention(pb);
-    on_every_layout(check, pb.length, [&](Checks& each, Layout& layout) {
-      check_forward<TestType>(each, pb, whole, layout);
-    });
-  });
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_small_layouts(check, check_forward<TestType>); });
 }
 
 TEMPLATE_TEST_CASE(
     "Part 11 | ring_attention_forward: blocks of keys of 1 MB on 4 ranks (a ring that sends "
     "before it receives deadlocks here)",
     "[part11]", float, double) {
-  dtk::testing::on_every_rank(kRanks, [](Checks& check) {
-    const Problem& pb = large_problem();
-    static const Serial whole = serial_attention(pb);
-    for (bool zigzag : {false, true}) {
-      Layout layout = layout_of(dtk::Communicator(), pb.length, zigzag);
-      check_forward<TestType>(check, pb, whole, layout);
-    }
-  });
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_large_layouts(check, check_forward<TestType>); });
 }
 
 TEST_CASE("Part 11 | ring_attention_forward: bad shapes throw std::invalid_argument", "[part11]") {
@@ -535,27 +547,16 @@ TEMPLATE_TEST_CASE(
     "Part 11 | ring_attention_backward: one rank's dq, dk and dv on groups of 1, 2 and 4 "
     "ranks, contiguous and zig-zag",
     "[part11]", float, double) {
-  dtk::testing::on_every_rank(kRanks, [](Checks& check) {
-    const Problem& pb = small_problem();
-    static const Serial whole = serial_attention(pb);
-    on_every_layout(check, pb.length, [&](Checks& each, Layout& layout) {
-      check_backward<TestType>(each, pb, whole, layout);
-    });
-  });
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_small_layouts(check, check_backward<TestType>); });
 }
 
 TEMPLATE_TEST_CASE(
     "Part 11 | ring_attention_backward: blocks of keys of 1 MB on 4 ranks (a ring that sends "
     "before it receives deadlocks here)",
     "[part11]", float, double) {
-  dtk::testing::on_every_rank(kRanks, [](Checks& check) {
-    const Problem& pb = large_problem();
-    static const Serial whole = serial_attention(pb);
-    for (bool zigzag : {false, true}) {
-      Layout layout = layout_of(dtk::Communicator(), pb.length, zigzag);
-      check_backward<TestType>(check, pb, whole, layout);
-    }
-  });
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_large_layouts(check, check_backward<TestType>); });
 }
 
 TEST_CASE("Part 11 | ring_attention_backward: bad shapes throw std::invalid_argument", "[part11]") {
