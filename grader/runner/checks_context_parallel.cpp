@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -57,15 +58,23 @@ void record_refusal(CheckContext& context, const std::string& call, long long ou
                       outcome);
 }
 
-// The positions rank r of p holds of a sequence of `length`: contiguous slices, or zig-zag
+// Chunks `first` and `second`, in that order, of a sequence of `length` cut into 2p chunks:
+// the zig-zag's r and 2p - 1 - r, or a known mistake's.
+std::vector<int> chunks_of(int length, int p, int first, int second) {
+  const int chunk = length / (2 * p);
+  std::vector<int> positions;
+  for (int c : {first, second}) {
+    for (int i = 0; i < chunk; ++i) positions.push_back(c * chunk + i);
+  }
+  return positions;
+}
+
+// The positions rank r of p holds of a sequence of `length`: slice r of p, or the zig-zag's
 // chunks r and 2p - 1 - r of 2p.
 std::vector<int> layout_positions(int length, int p, int r, bool zigzag) {
-  const int chunks = zigzag ? 2 * p : p, chunk = length / chunks;
-  std::vector<int> positions;
-  for (int c : {r, chunks - 1 - r}) {
-    for (int i = 0; i < chunk; ++i) positions.push_back(c * chunk + i);
-    if (!zigzag) break;
-  }
+  if (zigzag) return chunks_of(length, p, r, 2 * p - 1 - r);
+  std::vector<int> positions(length / p);
+  std::iota(positions.begin(), positions.end(), r * (length / p));
   return positions;
 }
 
@@ -76,16 +85,6 @@ xt::xtensor<std::int32_t, 1> as_tensor(const std::vector<int>& values) {
 }
 
 // ----------------------------------- 11.1 -------------------------------------------------------
-
-// The zig-zag mistakes: rank r holding chunks `first` and `second` of 2p, in that order.
-std::vector<int> chunks_of(int length, int p, int first, int second) {
-  const int chunk = length / (2 * p);
-  std::vector<int> positions;
-  for (int c : {first, second}) {
-    for (int i = 0; i < chunk; ++i) positions.push_back(c * chunk + i);
-  }
-  return positions;
-}
 
 void check_cp_positions(CheckContext& context) {
   const TestCase& test = context.test;
@@ -102,7 +101,7 @@ void check_cp_positions(CheckContext& context) {
     record_refusal(context, call, refusal([&] { cp_positions(seq, cp, idx, zigzag); }));
     return;
   }
-  context.out.note(std::to_string(seq) + " positions over " + std::to_string(cp) + " rank(s), " +
+  context.out.note(count_of(seq, "position") + " over " + count_of(cp, "rank") + ", " +
                    (zigzag ? "zig-zag" : "contiguous") +
                    (one_index ? ", rank " + std::to_string(idx) : ", every rank"));
   for (int r = one_index ? idx : 0; r < (one_index ? idx + 1 : cp); ++r) {
