@@ -77,6 +77,10 @@ std::string tensor_text(const Value& value) {
 }
 
 bool close(double expected, double actual, double rtol, bool relative_only) {
+  // The same infinity (an lse of -infinity: attention over no key) or NaN on both sides (what a
+  // known mistake gives, 0 / 0 say) is the same value; nothing else is close to either.
+  if (expected == actual || (std::isnan(expected) && std::isnan(actual))) return true;
+  if (!std::isfinite(expected)) return false;
   const double scale = relative_only ? std::fabs(expected) : std::max(std::fabs(expected), 1.0);
   return std::fabs(actual - expected) <= rtol * scale;  // false for NaN
 }

@@ -71,6 +71,26 @@ TEST_CASE("a wrong shape, a missing value and a NaN fail", "[judge]") {
       judge(expected, run({{"out", tensor({1, 2, 3, NAN}, {2, 2}, "double")}}), tolerances).passed);
 }
 
+TEST_CASE("the same infinity passes; a known mistake's NaN names it", "[judge]") {
+  // An attention row over no key has lse -infinity.
+  const TestRun empty_row = run({{"lse", tensor({0.5, -INFINITY}, {2, 1}, "double")}});
+  CHECK(judge(empty_row, empty_row, tolerances).passed);
+  for (double wrong : {double(INFINITY), -1e300, 0.0}) {
+    CHECK_FALSE(judge(empty_row, run({{"lse", tensor({0.5, wrong}, {2, 1}, "double")}}), tolerances)
+                    .passed);
+  }
+  const TestRun nan = run({{"lse", tensor({0.5, NAN}, {2, 1}, "double")}});
+  CHECK_FALSE(judge(empty_row, nan, tolerances).passed);
+  // 0 / 0 where both sides are empty: the mistake's NaN matches the student's.
+  TestRun named = empty_row;
+  for (TestOutput& rank : named.ranks) {
+    rank.mistakes.push_back({"lse", "0 / 0", tensor({0.5, NAN}, {2, 1}, "double")});
+  }
+  const Verdict verdict = judge(named, nan, tolerances);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("This is exactly what 0 / 0 gives"));
+}
+
 TEST_CASE("reals are compared relatively, with the real tolerance", "[judge]") {
   const TestRun flops = run({{"num_tflops", real(1000.0)}}, 1);
   CHECK(judge(flops, run({{"num_tflops", real(1000.5)}}, 1), tolerances).passed);

@@ -19,6 +19,8 @@
 //   attention_heads, qkv_columns,     tensor_parallel.hpp             Part 10 (you)
 //   vocab_parallel_*, sp_all_gather,
 //   sp_reduce_scatter
+//   cp_positions, merge_attention,    context_parallel.hpp            Part 11 (you)
+//   ring_attention_forward/backward
 //
 // Assignment 3's headers ship in its bundle only: they are included where the tree holds them.
 #pragma once
@@ -36,4 +38,7 @@
 
 #if __has_include("dtk/tensor_parallel.hpp")
 #include "dtk/tensor_parallel.hpp"
+#endif
+#if __has_include("dtk/context_parallel.hpp")
+#include "dtk/context_parallel.hpp"
 #endif

@@ -14,26 +14,18 @@
 //
 // Over two disjoint sets of keys A and B, the attention over A ∪ B is the merge of the two
 // blocks' results (Part 11.2); over all keys it is the model's attention.
+//
+// What the kernels return, AttentionOutput and AttentionGrads, is defined in Part 11's header
+// (dtk/context_parallel.hpp), where students read it.
 #pragma once
 
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
 
+#include "dtk/context_parallel.hpp"
+
 namespace dtk {
-
-template <class T>
-struct AttentionOutput {
-  xt::xtensor<T, 2> out;  // (batch · S_q, heads · d)
-  xt::xtensor<T, 2> lse;  // (batch · S_q, heads)
-};
-
-template <class T>
-struct AttentionGrads {
-  xt::xtensor<T, 2> dq;  // (batch · S_q, heads · d)
-  xt::xtensor<T, 2> dk;  // (batch · S_k, heads · d)
-  xt::xtensor<T, 2> dv;  // (batch · S_k, heads · d)
-};
 
 // Forward over one block of keys: the softmax of the scaled scores over the keys each query
 // sees, times the values; and the lse of those scores. Throws std::invalid_argument for shapes
