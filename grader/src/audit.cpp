@@ -100,6 +100,8 @@ const std::map<std::string, std::string>& communicator_calls() {
       {"dtk::Communicator::allreduce(", "Allreduce"},
       {"dtk::Communicator::allgather(", "Allgather"},
       {"dtk::Communicator::reduce_scatter(", "Reduce_scatter"},
+      {"dtk::Communicator::alltoall(", "Alltoall"},
+      {"dtk::Communicator::alltoallv(", "Alltoallv"},
       {"dtk::Communicator::send(", "Send"},
       {"dtk::Communicator::recv(", "Recv"},
       {"dtk::Communicator::sendrecv(", "Sendrecv"},

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dtk {
 
@@ -94,6 +95,59 @@ void require_whole_message(const MPI_Status& status, const detail::Buffer& buf,
   }
 }
 
+// Where each of the per-rank blocks of `counts` starts, for MPI_Alltoallv; throws unless the
+// counts are one per rank, non-negative, and sum to `total`, the buffer's size.
+std::vector<int> displacements(const std::vector<int>& counts, std::size_t ranks, std::size_t total,
+                               const std::string& counts_name, const std::string& buffer_name) {
+  require(counts.size() == ranks, "Alltoallv",
+          counts_name + " needs one count per rank (" + std::to_string(ranks) + "), got " +
+              std::to_string(counts.size()));
+  std::vector<int> starts(ranks);
+  std::size_t sum = 0;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    require(counts[q] >= 0, "Alltoallv",
+            counts_name + "[" + std::to_string(q) + "] is " + std::to_string(counts[q]) +
+                " (counts are numbers of elements, never negative)");
+    starts[q] = as_mpi_count(sum, "Alltoallv");
+    sum += static_cast<std::size_t>(counts[q]);
+  }
+  require(sum == total, "Alltoallv",
+          buffer_name + " has " + count_text(total) + ", but " + counts_name + " sum to " +
+              std::to_string(sum));
+  return starts;
+}
+
+// recv_counts[q] must be what rank q sends this rank: MPI would otherwise cut a message short
+// (and stop the program) or leave part of recv unwritten, without a word. Every rank learns what
+// the others send it, then every rank learns every disagreement, so that all of them throw the
+// same error (none is left waiting in the exchange).
+void require_matching_counts(const std::vector<int>& send_counts,
+                             const std::vector<int>& recv_counts, MPI_Comm comm) {
+  const int p = static_cast<int>(send_counts.size());
+  std::vector<int> sent_here(p);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, sent_here.data(), 1, MPI_INT, comm);
+  int mine[3] = {-1, 0, 0};  // the first sender whose count disagrees, what it sends, recv_counts'
+  for (int q = 0; q < p; ++q) {
+    if (sent_here[q] != recv_counts[q]) {
+      mine[0] = q, mine[1] = sent_here[q], mine[2] = recv_counts[q];
+      break;
+    }
+  }
+  std::vector<int> all(3 * p);
+  MPI_Allgather(mine, 3, MPI_INT, all.data(), 3, MPI_INT, comm);
+  for (int r = 0; r < p; ++r) {
+    const int q = all[3 * r];
+    if (q < 0) continue;
+    throw std::invalid_argument(
+        "Communicator::Alltoallv: rank " + std::to_string(q) + " sends " +
+        count_text(all[3 * r + 1]) + " to rank " + std::to_string(r) + ", but rank " +
+        std::to_string(r) + "'s recv_counts[" + std::to_string(q) + "] is " +
+        std::to_string(all[3 * r + 2]) +
+        ": recv_counts must be what each rank sends this one (exchange the counts first, e.g. "
+        "with an Alltoall of one count per rank)");
+  }
+}
+
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm)
@@ -166,6 +220,39 @@ void Communicator::reduce_scatter(const detail::Buffer& src, void* dst, std::siz
   const void* send = src.data == dst ? MPI_IN_PLACE : src.data;
   shared_->complete({"Reduce_scatter", -1, -1, (p - 1) * dst_count * src.element_bytes}, [&] {
     MPI_Reduce_scatter_block(send, dst, count, src.type, op, shared_->comm);
+  });
+}
+
+void Communicator::alltoall(const detail::Buffer& send, void* recv, std::size_t recv_count) {
+  const std::size_t p = Get_size();
+  require(recv_count == send.count && send.count % p == 0, "Alltoall",
+          "send and recv must hold the same number of elements, a multiple of Get_size() = " +
+              std::to_string(p) + ", but send has " + count_text(send.count) + " and recv has " +
+              count_text(recv_count));
+  require(!aliased(send, recv), "Alltoall", "send and recv must be different containers");
+  const int block = as_mpi_count(send.count / p, "Alltoall");
+  shared_->complete({"Alltoall", -1, -1, (p - 1) * (send.count / p) * send.element_bytes}, [&] {
+    MPI_Alltoall(send.data, block, send.type, recv, block, send.type, shared_->comm);
+  });
+}
+
+void Communicator::alltoallv(const detail::Buffer& send, const std::vector<int>& send_counts,
+                             void* recv, std::size_t recv_count,
+                             const std::vector<int>& recv_counts) {
+  const std::size_t p = Get_size(), r = Get_rank();
+  const std::vector<int> send_starts =
+      displacements(send_counts, p, send.count, "send_counts", "send");
+  const std::vector<int> recv_starts =
+      displacements(recv_counts, p, recv_count, "recv_counts", "recv");
+  require(!aliased(send, recv), "Alltoallv", "send and recv must be different containers");
+  require_matching_counts(send_counts, recv_counts, shared_->comm);
+  std::uint64_t to_others = 0;
+  for (std::size_t q = 0; q < p; ++q) {
+    if (q != r) to_others += static_cast<std::uint64_t>(send_counts[q]) * send.element_bytes;
+  }
+  shared_->complete({"Alltoallv", -1, -1, to_others}, [&] {
+    MPI_Alltoallv(send.data, send_counts.data(), send_starts.data(), send.type, recv,
+                  recv_counts.data(), recv_starts.data(), send.type, shared_->comm);
   });
 }
 

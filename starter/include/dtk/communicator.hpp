@@ -1,15 +1,17 @@
 // Communicator: a thin wrapper around an MPI communicator that counts the bytes it sends.
 //
 // This is the only way your code talks to other ranks. It offers exactly the collectives the
-// assignments need (Allreduce, Allgather, Reduce_scatter), Split to make sub-groups, and
-// point-to-point messages (Send, Recv, Sendrecv) to build collectives of your own (Part 7).
+// assignments need (Allreduce, Allgather, Reduce_scatter; Alltoall and Alltoallv for Part 12),
+// Split to make sub-groups, and point-to-point messages (Send, Recv, Sendrecv) to build
+// collectives of your own (Part 7).
 //
 // Buffers. `src` and `dst` are contiguous, row-major xtensor containers (xt::xtensor,
 // xt::xarray) holding the same value type (float, double, std::int32_t or std::int64_t). `dst`
 // must already have the right size: the Communicator never resizes it. Shapes do not matter to
 // MPI, only element counts and memory order do: a (2, 3) tensor is sent as its 6 values in
 // row-major order. Allreduce may take the same container as `src` and `dst` (done in place).
-// A size mismatch throws std::invalid_argument naming the call and both sizes.
+// A size mismatch throws std::invalid_argument naming the call and both sizes. (A std::vector
+// of those types is a buffer too.)
 //
 // Byte accounting. Each call adds to total_bytes_transferred() an estimate of the bytes this
 // rank sends, assuming the ring algorithms MPI libraries use for large messages. With p =
@@ -17,6 +19,8 @@
 //   Allreduce       n = bytes of src   adds  2 * (p - 1) * n / p   (reduce-scatter + all-gather)
 //   Allgather       n = bytes of src   adds  (p - 1) * n           (pass every block around)
 //   Reduce_scatter  n = bytes of dst   adds  (p - 1) * n           (one block per step)
+//   Alltoall        n = bytes of send  adds  (p - 1) * n / p       (every block but its own)
+//   Alltoallv                          adds  the bytes of the blocks for the other ranks
 //   Send            n = bytes sent     adds  n
 //   Sendrecv        n = bytes sent     adds  n                     (what it receives: nothing)
 //   Recv                               adds  0                     (the sender counts them)
@@ -37,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 namespace dtk {
 
@@ -124,6 +129,29 @@ class Communicator {
     reduce_scatter(detail::describe(src), dst.data(), dst.size(), op);
   }
 
+  // Part 12. Block q of `send` goes to rank q, where it lands as block r of `recv` (r = this
+  // rank): Get_size() equal blocks each way. Requires recv.size() == send.size(), a multiple of
+  // Get_size().
+  template <class S, class D>
+  void Alltoall(const S& send, D& recv) {
+    detail::check_same_value_type<S, D>();
+    alltoall(detail::describe(send), recv.data(), recv.size());
+  }
+
+  // The same with blocks of any size: send_counts[q] elements go to rank q and recv_counts[q]
+  // come from it, counts in elements, one per rank, blocks packed in rank order in `send` and
+  // `recv`. Requires send.size() and recv.size() to be the sums of their counts, and
+  // recv_counts[q] to be what rank q sends this rank: a rank cannot guess it, so exchange the
+  // counts first (an Alltoall of one count per rank). The Communicator compares the counts
+  // (without counting those bytes) and, when they disagree, every rank throws
+  // std::invalid_argument naming the pair.
+  template <class S, class D>
+  void Alltoallv(const S& send, const std::vector<int>& send_counts, D& recv,
+                 const std::vector<int>& recv_counts) {
+    detail::check_same_value_type<S, D>();
+    alltoallv(detail::describe(send), send_counts, recv.data(), recv.size(), recv_counts);
+  }
+
   // Point-to-point (Part 7). Ranks are those of this communicator; `tag` tells apart messages
   // between the same two ranks. Recv needs `buf` pre-sized to exactly the message sent: a
   // shorter message throws std::runtime_error naming both lengths, a longer one stops the
@@ -180,6 +208,9 @@ class Communicator {
   void allreduce(const detail::Buffer& src, void* dst, std::size_t dst_count, MPI_Op op);
   void allgather(const detail::Buffer& src, void* dst, std::size_t dst_count);
   void reduce_scatter(const detail::Buffer& src, void* dst, std::size_t dst_count, MPI_Op op);
+  void alltoall(const detail::Buffer& send, void* recv, std::size_t recv_count);
+  void alltoallv(const detail::Buffer& send, const std::vector<int>& send_counts, void* recv,
+                 std::size_t recv_count, const std::vector<int>& recv_counts);
   void send(const detail::Buffer& buf, int dest, int tag);
   void recv(const detail::Buffer& buf, int source, int tag);
   void sendrecv(const detail::Buffer& send, int dest, const detail::Buffer& recv, int source,
@@ -191,7 +222,7 @@ class Communicator {
 // One completed Communicator call, as a trace records it.
 struct CommunicationCall {
   const char* call;  // "Send", "Recv", "Sendrecv", "Allreduce", "Allgather", "Reduce_scatter",
-                     // "Barrier"
+                     // "Alltoall", "Alltoallv", "Barrier"
   int peer = -1;     // world rank of Send's dest, Recv's source, Sendrecv's dest; -1: collective
   int second_peer = -1;       // world rank of Sendrecv's source; -1 otherwise
   std::size_t bytes = 0;      // what the call added to total_bytes_transferred()

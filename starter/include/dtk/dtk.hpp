@@ -21,6 +21,8 @@
 //   sp_reduce_scatter
 //   cp_positions, merge_attention,    context_parallel.hpp            Part 11 (you)
 //   ring_attention_forward/backward
+//   local_experts, moe_dispatch,      expert_parallel.hpp             Part 12 (you)
+//   moe_combine, DispatchPlan
 //
 // Assignment 3's headers ship in its bundle only: they are included where the tree holds them.
 #pragma once
@@ -41,4 +43,7 @@
 #endif
 #if __has_include("dtk/context_parallel.hpp")
 #include "dtk/context_parallel.hpp"
+#endif
+#if __has_include("dtk/expert_parallel.hpp")
+#include "dtk/expert_parallel.hpp"
 #endif

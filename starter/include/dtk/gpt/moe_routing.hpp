@@ -8,22 +8,12 @@
 
 #include <cstdint>
 #include <utility>
-#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
-namespace dtk {
+#include "dtk/expert_parallel.hpp"  // DispatchPlan
 
-// What dispatch did, for combine (and Part 12's backward) to undo.
-struct DispatchPlan {
-  std::vector<int> send_counts;  // rows sent to each rank of ep_comm (itself included)
-  std::vector<int> recv_counts;  // rows received from each rank
-  std::vector<int> tokens_per_local_expert;
-  std::vector<std::int64_t> send_order;  // (token·k + choice) of each sent row, in send order
-  std::vector<std::int64_t> recv_order;  // where each received row sits in the returned rows
-};
-
-namespace gpt {
+namespace dtk::gpt {
 
 // One rank, all E experts: returns the rows x[token] of every (token, choice), grouped by
 // expert (expert 0's first), within an expert in (token · k + choice) order, and the plan
@@ -38,5 +28,4 @@ template <class T>
 xt::xtensor<T, 2> moe_combine_one_rank(const xt::xtensor<T, 2>& expert_out,
                                        const DispatchPlan& plan, const xt::xtensor<T, 2>& gates);
 
-}  // namespace gpt
-}  // namespace dtk
+}  // namespace dtk::gpt
