@@ -13,6 +13,7 @@
 #include "audit.hpp"
 #include "compile.hpp"
 #include "expected_cache.hpp"
+#include "files.hpp"
 #include "judge.hpp"
 #include "sandbox.hpp"
 #include "scoring.hpp"

@@ -3,12 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -24,7 +21,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "proc_files.hpp"
+#include "process_table.hpp"
 
 namespace dtk::grade {
 
@@ -32,127 +29,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The sandbox user of job slot 0; slot k > 0 (a batch grading k + 1 hand-ins at once) has its
-// own, dtk-sandbox<k>, and its own lock: one slot's sweep never touches another's processes.
-std::string sandbox_user_name(int slot) {
-  return slot == 0 ? "dtk-sandbox" : "dtk-sandbox" + std::to_string(slot);
-}
-std::string lock_path(int slot) {
-  return slot == 0 ? "/run/dtk-grade.lock" : "/run/dtk-grade-" + std::to_string(slot) + ".lock";
-}
-
-// Every process id in /proc whose field matches, as read by `field_of`.
-template <class FieldOf>
-std::vector<pid_t> processes_where(FieldOf field_of) {
-  std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (const dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (*end == '\0' && pid > 0 && field_of(static_cast<pid_t>(pid))) pids.push_back(pid);
-  }
-  closedir(proc);
-  return pids;
-}
-
-struct ProcessState {
-  char state = 0;  // 'Z' for a zombie
-  pid_t parent = -1;
-  pid_t session = -1;
-};
-
-// Fields 3, 4 and 6 of /proc/PID/stat; the defaults once the process is gone.
-ProcessState state_of(pid_t pid) {
-  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  const std::size_t paren = text.rfind(')');  // the command name may hold spaces and ')'
-  ProcessState state;
-  long ppid = 0, pgrp = 0, session = -1;
-  if (paren != std::string::npos && std::sscanf(text.c_str() + paren + 1, " %c %ld %ld %ld",
-                                                &state.state, &ppid, &pgrp, &session) == 4) {
-    state.parent = static_cast<pid_t>(ppid);
-    state.session = static_cast<pid_t>(session);
-  }
-  return state;
-}
-
-uid_t owner_of(pid_t pid) {
-  struct stat info {};
-  return stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 ? info.st_uid : 0;
-}
-
-// Kills the processes `select` picks until none is left (they may fork while we look), and
-// reaps the zombies among them: dtk-grade is a child subreaper, so orphans of its commands
-// become its children instead of init's.
-template <class Select, class Kill>
-void kill_all(Select select, Kill kill_them) {
-  for (int round = 0; round < 100; ++round) {
-    std::vector<pid_t> alive;
-    for (pid_t pid : processes_where(select)) {
-      if (state_of(pid).state == 'Z') {
-        waitpid(pid, nullptr, WNOHANG);
-      } else {
-        alive.push_back(pid);
-      }
-    }
-    if (alive.empty()) return;
-    kill_them(alive);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-void kill_each(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) kill(pid, SIGKILL);
-}
-
-void kill_session(pid_t session) {
-  kill(-session, SIGKILL);
-  kill_all([&](pid_t pid) { return state_of(pid).session == session; }, kill_each);
-}
-
 void set_limit(int resource, rlim_t value) {
   const rlimit limit{value, value};
   setrlimit(resource, &limit);
 }
 
-// Runs `body` in a child process and returns whether it exited with 0.
-template <class Body>
-bool in_child(Body body) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(body() ? 0 : 1);
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
-}
-
 bool private_mounts() {
   return unshare(CLONE_NEWNS) == 0 &&
          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
-}
-
-SandboxUser find_or_create_user(int slot) {
-  SandboxUser user;
-  if (geteuid() != 0) return user;
-  const std::string name = sandbox_user_name(slot);
-  if (getpwnam(name.c_str()) == nullptr) {
-    in_child([&name] {
-      const int null = open("/dev/null", O_WRONLY);
-      dup2(null, 1);
-      dup2(null, 2);
-      execlp("useradd", "useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-             "--shell", "/usr/sbin/nologin", "--user-group", name.c_str(), nullptr);
-      return false;
-    });
-  }
-  const passwd* entry = getpwnam(name.c_str());
-  user.dedicated = entry != nullptr;
-  if (entry == nullptr) entry = getpwnam("nobody");
-  if (entry == nullptr) return user;
-  user.enabled = true;
-  user.uid = entry->pw_uid;
-  user.gid = entry->pw_gid;
-  user.name = entry->pw_name;
-  return user;
 }
 
 // Appends to `head` until it holds `half` bytes, then keeps the last `half` bytes in `tail`.
@@ -162,14 +46,6 @@ void capture(const char* data, std::size_t n, std::size_t half, std::string& hea
   head.append(data, to_head);
   tail.append(data + to_head, n - to_head);
   if (tail.size() > 2 * half) tail.erase(0, tail.size() - half);
-}
-
-// Resident memory of a process, in bytes (0 once it is gone).
-std::size_t resident_bytes(pid_t pid) {
-  std::istringstream statm(read_proc_file("/proc/" + std::to_string(pid) + "/statm").value_or(""));
-  std::size_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
 // Disk space used by `path` and, for a directory, everything under it (not following links).
@@ -247,33 +123,6 @@ std::vector<std::string> world_writable_dirs() {
 
 }  // namespace
 
-void install_readable(const std::string& from, const std::string& to) {
-  auto install_file = [](const fs::path& source, const fs::path& target) {
-    std::error_code error;
-    fs::remove(target, error);
-    fs::copy_file(source, target, error);
-    if (error) throw std::runtime_error("cannot copy " + source.string() + ": " + error.message());
-    const bool executable =
-        (fs::status(source).permissions() & fs::perms::owner_exec) != fs::perms::none;
-    chmod(target.c_str(), executable ? 0755 : 0644);
-  };
-  if (!fs::is_directory(from)) {
-    install_file(from, to);
-    return;
-  }
-  fs::create_directories(to);
-  chmod(to.c_str(), 0755);
-  for (const auto& entry : fs::recursive_directory_iterator(from)) {
-    const fs::path target = to / fs::relative(entry.path(), from);
-    if (entry.is_directory()) {
-      fs::create_directories(target);
-      chmod(target.c_str(), 0755);
-    } else {
-      install_file(entry.path(), target);
-    }
-  }
-}
-
 std::string Outcome::describe() const {
   if (over_limit == "memory") return "ended: the sandbox's processes used too much memory together";
   if (over_limit == "disk") return "ended: the sandbox's files took too much disk space";
@@ -290,13 +139,7 @@ Sandbox::Sandbox(const Limits& limits, const std::string& home, bool use_sandbox
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our commands come back to us, to be reaped
   if (use_sandbox_user) user_ = find_or_create_user(slot);
   user_.home = home;
-  if (user_.dedicated) {
-    lock_fd_ = open(lock_path(slot).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      std::fprintf(stderr, "dtk-grade: waiting for another grading to finish...\n");
-      flock(lock_fd_, LOCK_EX);
-    }
-  }
+  if (user_.dedicated) lock_ = SlotLock(slot);
   if (user_.enabled) {
     mount_namespaces_ = in_child(private_mounts);
     sweep();  // a clean start: nothing of an earlier grading counts against the limits
@@ -310,7 +153,6 @@ Sandbox::~Sandbox() {
   stopping_ = true;
   monitor_.join();
   sweep();
-  if (lock_fd_ >= 0) close(lock_fd_);
 }
 
 void Sandbox::make_directory(const std::string& path) const {
@@ -337,20 +179,8 @@ bool Sandbox::can_read(const std::string& path, const std::vector<std::string>& 
   return run(command).exit_code == 0;
 }
 
-template <class Body>
-bool Sandbox::as_sandbox_user(Body body) const {
-  return in_child([&] {
-    if (user_.enabled &&
-        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
-         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
-      return false;
-    }
-    return body();
-  });
-}
-
 void Sandbox::remove_as_sandbox(const std::string& dir) const {
-  as_sandbox_user([&] {
+  as_user(user_, [&] {
     remove_contents(dir);
     return true;
   });
@@ -439,11 +269,11 @@ void Sandbox::sweep() const {
   // kill(-1) from a process of that uid reaches exactly that uid's processes.
   kill_all(
       [&](pid_t pid) { return owner_of(pid) == uid; },
-      [&](const std::vector<pid_t>&) { as_sandbox_user([] { return kill(-1, SIGKILL) == 0; }); });
+      [&](const std::vector<pid_t>&) { as_user(user_, [] { return kill(-1, SIGKILL) == 0; }); });
   // Its files where anyone may write, removed by a process of that user: links it planted
   // lead nowhere it could not go itself.
   const std::vector<std::string> dirs = world_writable_dirs();
-  as_sandbox_user([&] {
+  as_user(user_, [&] {
     for (const std::string& dir : dirs) {
       std::error_code error;
       for (const auto& entry : fs::directory_iterator(dir, error)) {
@@ -498,9 +328,7 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
     set_limit(RLIMIT_NPROC, limits_.processes);
     set_limit(RLIMIT_CORE, 0);
     set_limit(RLIMIT_CPU, static_cast<rlim_t>(2 * command.timeout_seconds + 10));
-    if (user_.enabled &&
-        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
-         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
+    if (!become(user_)) {
       std::perror("dtk-grade: cannot become the sandbox user");
       _exit(126);
     }

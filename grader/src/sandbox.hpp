@@ -1,13 +1,12 @@
 // Running commands: with a time limit, captured and capped output, and nothing left behind.
 //
 // A sandboxed command (everything that touches the submission: compiling, linking, reading its
-// objects, running its tests) runs, when dtk-grade is root, as the unprivileged user
-// dtk-sandbox (created on first use; "nobody" if that fails; dtk-sandbox<k> in job slot k of a
-// batch), in its own session, with resource
-// limits, no way to regain privileges, and, where the kernel allows, a private mount namespace
-// that hides the kit's source and build trees, gives it an empty /dev/shm and a /proc that lists
-// only the sandbox user's own processes. When dtk-grade is
-// not root (--no-sandbox), commands run as the caller, in their own session, with the same limits.
+// objects, running its tests) runs, when dtk-grade is root, as the sandbox user of its job slot
+// (sandbox_user.hpp), in its own session, with resource limits, no way to regain privileges, and,
+// where the kernel allows, a private mount namespace that hides the kit's source and build trees,
+// gives it an empty /dev/shm and a /proc that lists only the sandbox user's own processes. When
+// dtk-grade is not root (--no-sandbox), commands run as the caller, in their own session, with the
+// same limits.
 //
 // Root never acts on a path the sandbox user could have created or replaced: the directories
 // it may write are made up front by the grader, in directories of the grader's own, and what
@@ -25,16 +24,9 @@
 #include <thread>
 #include <vector>
 
-namespace dtk::grade {
+#include "sandbox_user.hpp"
 
-struct SandboxUser {
-  bool enabled = false;    // we are root and drop privileges in the children
-  bool dedicated = false;  // dtk-sandbox: every process of that uid is ours to kill
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string name;
-  std::string home;  // writable by that user: HOME and TMPDIR of its commands
-};
+namespace dtk::grade {
 
 struct Limits {
   int address_space_mb = 1024;
@@ -114,9 +106,6 @@ class Sandbox {
   // In the forked child: sets up isolation and limits, then executes the command.
   [[noreturn]] void become_command(const Command& command, char* const argv[], char* const envp[],
                                    int output_fd) const;
-  // Runs `body` in a child process that has become the sandbox user; whether it returned true.
-  template <class Body>
-  bool as_sandbox_user(Body body) const;
   // The monitor: five times a second, the sandbox's total memory and disk use against the limits.
   void monitor();
   bool is_sandboxed(pid_t pid) const;
@@ -126,7 +115,7 @@ class Sandbox {
   Limits limits_;
   SandboxUser user_;
   bool mount_namespaces_ = false;
-  int lock_fd_ = -1;
+  SlotLock lock_;
 
   mutable std::mutex mutex_;  // guards the members below
   // The sessions of the commands running now, with the directory each writes (its cwd).
@@ -138,10 +127,5 @@ class Sandbox {
   std::atomic<bool> stopping_{false};
   std::thread monitor_;
 };
-
-// Installs a copy of `from` (a file or a directory tree of the kit) at `to`, readable by every
-// user whatever the kit's own modes: directories 0755, files 0644 (0755 if executable). The
-// kit may be locked down (chmod -R go-rwx); its copies in the scratch are what the sandbox reads.
-void install_readable(const std::string& from, const std::string& to);
 
 }  // namespace dtk::grade
