@@ -254,7 +254,9 @@ void remove_below(const std::string& dir, RemovalProblems& problems) {
 
 void remove_owned_below(const std::string& dir, uid_t uid, gid_t gid, RemovalProblems& problems) {
   with_directory(dir, [&](int fd) {
-    TreeWalk walk(dir, &problems);
+    // Other users' directories it cannot walk into are none of its business: only what
+    // remove_at cannot remove is a problem.
+    TreeWalk walk(dir, nullptr);
     walk.run(fd, [&](int parent, const std::string& name, const struct stat& info) {
       if (info.st_uid != uid) return S_ISDIR(info.st_mode) && may_enter(info, uid, gid);
       remove_at(parent, name, info, walk.shown(name), problems);
