@@ -5,7 +5,8 @@
 #   2. an interrupted batch goes on where it stopped, with its seed; another seed is refused;
 #   3. summary.html holds a histogram (valid SVG) per part and the most failed tests;
 #   4. Gradescope's "Export Submissions" layout is graded by student id;
-#   5. nothing of the job slots' sandbox users is left running.
+#   5. nothing of the job slots' sandbox users is left running, nor any file of theirs where
+#      anyone may write that was not there before.
 #
 # usage: batch_test.sh <kit source dir> <dtk-grade> <work dir>
 set -euo pipefail
@@ -20,6 +21,23 @@ fail() {
 args=()
 [ "$(id -u)" = 0 ] || args+=(--no-sandbox)
 
+# The job slots' sandbox users, and the lock each slot's gradings take turns with: what is
+# theirs is looked at holding it, when no grading of that slot (this test's or another's) runs.
+slot_users=(dtk-sandbox dtk-sandbox1)
+slot_lock() { [ "$1" = dtk-sandbox ] && echo /run/dtk-grade.lock || echo "/run/dtk-grade-${1#dtk-sandbox}.lock"; }
+# Their files where anyone may write, at any depth: the top of each of their trees,
+# "device:inode" then find's -ls (names escaped); never in another grading's scratch.
+sandbox_files() {
+  [ "$(id -u)" = 0 ] || return 0
+  local user
+  for user in "${slot_users[@]}"; do
+    id -u "$user" > /dev/null 2>&1 || continue
+    flock "$(slot_lock "$user")" find /tmp /var/tmp /dev/shm /run/lock \
+      -name 'dtk-grade.*' -user root -prune -o -user "$user" -prune -printf '%D:%i ' -ls 2> /dev/null
+  done
+}
+files_before=$(sandbox_files)
+
 class=$work/class out=$work/class-graded
 mkdir -p "$class"
 copy_of() { mkdir -p "$2" && (cd "$1" && cp --parents "${files[@]}" "$2/"); }
@@ -29,6 +47,8 @@ copy_of "$root/solutions" "$class/carol"
 patch -s -p1 -d "$class/carol" < "$root/grader/tests/submissions/wrong_split_modulo.patch"
 copy_of "$root/solutions" "$class/dave"
 echo "// edited, so compiled" >> "$class/dave/model/func_impl.cpp"
+# dave also leaves chains of directories far beyond PATH_MAX wherever he may write (step 6).
+patch -s -p1 -d "$class/dave" < "$root/grader/tests/submissions/hostile_deep_chains.patch"
 echo "This is my homework, please grade it." > "$class/eve.tar"
 
 echo "1. grading the class, two at a time"
@@ -148,10 +168,14 @@ if echo "$pairs" | grep -q "^data/data_parallel_preprocess.cpp: .*cyd"; then
 fi
 [ -f "$work/similar-graded/similarity/model_func_impl.cpp/ada--bob.html" ] || fail "no side-by-side page"
 
-echo "6. nothing left running"
-for user in dtk-sandbox dtk-sandbox1; do
-  if id -u "$user" > /dev/null 2>&1 && pgrep -u "$user" > /dev/null; then
-    fail "processes of $user are still running: $(ps -u "$user" -o pid=,args=)"
-  fi
+echo "6. nothing left running or lying around"
+for user in "${slot_users[@]}"; do
+  id -u "$user" > /dev/null 2>&1 || continue
+  running=$(flock "$(slot_lock "$user")" ps -u "$user" -o stat=,pid=,args= | grep -v '^Z' || true)
+  [ -z "$running" ] || fail "processes of $user are still running: $running"
 done
+left=$(sandbox_files | awk 'NR == FNR { before[$1]; next } !($1 in before)' \
+  <(printf '%s\n' "$files_before") -)
+[ -z "$left" ] || fail "files of the sandbox users were left behind:
+$left"
 echo "PASS"
