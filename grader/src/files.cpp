@@ -11,6 +11,8 @@
 
 namespace dtk::grade {
 
+namespace fs = std::filesystem;
+
 bool read_regular_file(const std::string& path, std::size_t max_bytes, std::string& content,
                        std::string& problem) {
   const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -92,6 +94,33 @@ void copy_file(const std::string& from, const std::string& to) {
   std::filesystem::remove(to, error);  // never write through a link someone else left there
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, error);
   if (error) throw std::runtime_error("cannot copy " + from + " to " + to + ": " + error.message());
+}
+
+void install_readable(const std::string& from, const std::string& to) {
+  auto install_file = [](const fs::path& source, const fs::path& target) {
+    std::error_code error;
+    fs::remove(target, error);
+    fs::copy_file(source, target, error);
+    if (error) throw std::runtime_error("cannot copy " + source.string() + ": " + error.message());
+    const bool executable =
+        (fs::status(source).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    chmod(target.c_str(), executable ? 0755 : 0644);
+  };
+  if (!fs::is_directory(from)) {
+    install_file(from, to);
+    return;
+  }
+  fs::create_directories(to);
+  chmod(to.c_str(), 0755);
+  for (const auto& entry : fs::recursive_directory_iterator(from)) {
+    const fs::path target = to / fs::relative(entry.path(), from);
+    if (entry.is_directory()) {
+      fs::create_directories(target);
+      chmod(target.c_str(), 0755);
+    } else {
+      install_file(entry.path(), target);
+    }
+  }
 }
 
 }  // namespace dtk::grade

@@ -33,4 +33,9 @@ void write_file(const std::string& path, const std::string& content, mode_t mode
 // Copies a file the grader trusts (its own build products); throws on failure.
 void copy_file(const std::string& from, const std::string& to);
 
+// Installs a copy of `from` (a file or a directory tree of the kit) at `to`, readable by every
+// user whatever the kit's own modes: directories 0755, files 0644 (0755 if executable). The
+// kit may be locked down (chmod -R go-rwx); its copies in the scratch are what the sandbox reads.
+void install_readable(const std::string& from, const std::string& to);
+
 }  // namespace dtk::grade

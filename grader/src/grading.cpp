@@ -13,6 +13,7 @@
 #include "audit.hpp"
 #include "compile.hpp"
 #include "expected_cache.hpp"
+#include "files.hpp"
 #include "judge.hpp"
 #include "sandbox.hpp"
 #include "sandbox_view.hpp"
@@ -268,8 +269,8 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
   limits.total_memory_mb = manifest.total_memory_mb;
   limits.disk_mb = manifest.disk_mb;
-  auto sandbox = std::make_unique<Sandbox>(limits, scratch + "/sandbox",
-                                           !grading.options.no_sandbox, grading.options.slot);
+  auto sandbox = std::make_unique<Sandbox>(limits, scratch, scratch + "/sandbox",
+                                           !grading.options.no_sandbox, grading.options.slot, log);
   for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
   const std::vector<std::string> hidden = hidden_paths(toolchain, grading.options, scratch);
   if (!sandbox->user().enabled) {
@@ -430,6 +431,9 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   } else {
     std::error_code error;
     fs::remove_all(scratch, error);
+    if (error)
+      log << "dtk-grade: WARNING: cannot remove the scratch directory " << scratch << ": "
+          << error.message() << std::endl;
   }
   report.execution_time =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

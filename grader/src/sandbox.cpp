@@ -1,158 +1,40 @@
 #include "sandbox.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <grp.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
-#include "proc_files.hpp"
+#include "process_table.hpp"
 
 namespace dtk::grade {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// The sandbox user of job slot 0; slot k > 0 (a batch grading k + 1 hand-ins at once) has its
-// own, dtk-sandbox<k>, and its own lock: one slot's sweep never touches another's processes.
-std::string sandbox_user_name(int slot) {
-  return slot == 0 ? "dtk-sandbox" : "dtk-sandbox" + std::to_string(slot);
-}
-std::string lock_path(int slot) {
-  return slot == 0 ? "/run/dtk-grade.lock" : "/run/dtk-grade-" + std::to_string(slot) + ".lock";
-}
-
-// Every process id in /proc whose field matches, as read by `field_of`.
-template <class FieldOf>
-std::vector<pid_t> processes_where(FieldOf field_of) {
-  std::vector<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (const dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (*end == '\0' && pid > 0 && field_of(static_cast<pid_t>(pid))) pids.push_back(pid);
-  }
-  closedir(proc);
-  return pids;
-}
-
-struct ProcessState {
-  char state = 0;  // 'Z' for a zombie
-  pid_t parent = -1;
-  pid_t session = -1;
-};
-
-// Fields 3, 4 and 6 of /proc/PID/stat; the defaults once the process is gone.
-ProcessState state_of(pid_t pid) {
-  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  const std::size_t paren = text.rfind(')');  // the command name may hold spaces and ')'
-  ProcessState state;
-  long ppid = 0, pgrp = 0, session = -1;
-  if (paren != std::string::npos && std::sscanf(text.c_str() + paren + 1, " %c %ld %ld %ld",
-                                                &state.state, &ppid, &pgrp, &session) == 4) {
-    state.parent = static_cast<pid_t>(ppid);
-    state.session = static_cast<pid_t>(session);
-  }
-  return state;
-}
-
-uid_t owner_of(pid_t pid) {
-  struct stat info {};
-  return stat(("/proc/" + std::to_string(pid)).c_str(), &info) == 0 ? info.st_uid : 0;
-}
-
-// Kills the processes `select` picks until none is left (they may fork while we look), and
-// reaps the zombies among them: dtk-grade is a child subreaper, so orphans of its commands
-// become its children instead of init's.
-template <class Select, class Kill>
-void kill_all(Select select, Kill kill_them) {
-  for (int round = 0; round < 100; ++round) {
-    std::vector<pid_t> alive;
-    for (pid_t pid : processes_where(select)) {
-      if (state_of(pid).state == 'Z') {
-        waitpid(pid, nullptr, WNOHANG);
-      } else {
-        alive.push_back(pid);
-      }
-    }
-    if (alive.empty()) return;
-    kill_them(alive);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-void kill_each(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) kill(pid, SIGKILL);
-}
-
-void kill_session(pid_t session) {
-  kill(-session, SIGKILL);
-  kill_all([&](pid_t pid) { return state_of(pid).session == session; }, kill_each);
-}
 
 void set_limit(int resource, rlim_t value) {
   const rlimit limit{value, value};
   setrlimit(resource, &limit);
 }
 
-// Runs `body` in a child process and returns whether it exited with 0.
-template <class Body>
-bool in_child(Body body) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(body() ? 0 : 1);
-  int status = 0;
-  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0;
-}
-
 bool private_mounts() {
   return unshare(CLONE_NEWNS) == 0 &&
          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
-}
-
-SandboxUser find_or_create_user(int slot) {
-  SandboxUser user;
-  if (geteuid() != 0) return user;
-  const std::string name = sandbox_user_name(slot);
-  if (getpwnam(name.c_str()) == nullptr) {
-    in_child([&name] {
-      const int null = open("/dev/null", O_WRONLY);
-      dup2(null, 1);
-      dup2(null, 2);
-      execlp("useradd", "useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-             "--shell", "/usr/sbin/nologin", "--user-group", name.c_str(), nullptr);
-      return false;
-    });
-  }
-  const passwd* entry = getpwnam(name.c_str());
-  user.dedicated = entry != nullptr;
-  if (entry == nullptr) entry = getpwnam("nobody");
-  if (entry == nullptr) return user;
-  user.enabled = true;
-  user.uid = entry->pw_uid;
-  user.gid = entry->pw_gid;
-  user.name = entry->pw_name;
-  return user;
 }
 
 // Appends to `head` until it holds `half` bytes, then keeps the last `half` bytes in `tail`.
@@ -164,115 +46,77 @@ void capture(const char* data, std::size_t n, std::size_t half, std::string& hea
   if (tail.size() > 2 * half) tail.erase(0, tail.size() - half);
 }
 
-// Resident memory of a process, in bytes (0 once it is gone).
-std::size_t resident_bytes(pid_t pid) {
-  std::istringstream statm(read_proc_file("/proc/" + std::to_string(pid) + "/statm").value_or(""));
-  std::size_t size = 0, resident = 0;
-  statm >> size >> resident;
-  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+// Where anyone may write, so the sandbox user may leave files (at any depth); a command's own
+// private copies of them, where the kernel allows.
+constexpr const char* temporary_dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"};
+
+// Files and directories in each private temporary directory: an honest grading makes a few
+// (Open MPI's shared memory segments), while a tmpfs would otherwise allow millions, each
+// holding kernel memory that no limit counts.
+constexpr int private_temporary_inodes = 16384;
+
+// In a command's mount namespace, after its private temporary directories are mounted: the
+// grader's scratch directory (open as `scratch_fd`, opened in this namespace) may lie under one
+// of them, as under $TMPDIR=/tmp. It is then made again there (as root, in the fresh tmpfs: no
+// path the command could have planted) and the real one bound onto it. Only system calls: this
+// runs between fork and exec.
+void show_again(const char* scratch, int scratch_fd) {
+  struct stat real {};
+  struct stat seen {};
+  if (scratch_fd < 0 || fstat(scratch_fd, &real) != 0) return;
+  if (stat(scratch, &seen) == 0 && seen.st_dev == real.st_dev && seen.st_ino == real.st_ino) return;
+  char path[PATH_MAX];
+  if (std::snprintf(path, sizeof path, "%s", scratch) >= static_cast<int>(sizeof path)) return;
+  for (char* slash = std::strchr(path + 1, '/'); slash != nullptr;
+       slash = std::strchr(slash + 1, '/')) {
+    *slash = '\0';
+    mkdir(path, 0711);
+    *slash = '/';
+  }
+  mkdir(path, 0711);
+  char source[32];
+  std::snprintf(source, sizeof source, "/proc/self/fd/%d", scratch_fd);
+  mount(source, path, nullptr, MS_BIND | MS_REC, nullptr);
 }
 
-// Disk space used by `path` and, for a directory, everything under it (not following links).
-std::size_t disk_bytes(const std::string& path) {
-  static thread_local std::size_t total;  // nftw takes a plain function
-  total = 0;
-  nftw(
-      path.c_str(),
-      [](const char*, const struct stat* info, int, FTW*) {
-        total += static_cast<std::size_t>(info->st_blocks) * 512;
-        return 0;
-      },
-      16, FTW_PHYS | FTW_MOUNT);
-  return total;
-}
-
-// Disk space used by the entries of `dir` that belong to `owner`.
-std::size_t disk_bytes_of(const std::string& dir, uid_t owner) {
+// Bytes a command holds in its private temporary directories (0 when it has none: they are
+// then the machine's, and not its alone).
+std::size_t private_temporary_bytes(pid_t pid) {
   std::size_t total = 0;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(dir, error)) {
-    struct stat info {};
-    if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == owner)
-      total += disk_bytes(entry.path());
+  for (const char* dir : temporary_dirs) {
+    struct stat machine {};
+    struct stat its {};
+    struct statfs usage {};
+    const std::string path = "/proc/" + std::to_string(pid) + "/root" + dir;
+    if (stat(dir, &machine) == 0 && stat(path.c_str(), &its) == 0 && its.st_dev != machine.st_dev &&
+        statfs(path.c_str(), &usage) == 0)
+      total += static_cast<std::size_t>(usage.f_blocks - usage.f_bfree) * usage.f_bsize;
   }
   return total;
 }
 
-void remove_tree(const std::string& path);
-
-// Removes the entries of `dir` (not `dir` itself). Like remove_tree, only ever called as the
-// sandbox user: it can delete nothing that user could not.
-void remove_contents(const std::string& dir) {
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return;
-  std::vector<std::string> names;
-  while (const dirent* entry = readdir(handle)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
+// Writes all of `text` to `fd`.
+bool write_all(int fd, const std::string& text) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno != EINTR) return false;
+    if (n > 0) done += static_cast<std::size_t>(n);
   }
-  closedir(handle);
-  for (const std::string& name : names) remove_tree(dir + "/" + name);
+  return true;
 }
 
-// Removes a file, a link or a directory tree (making each directory searchable first).
-void remove_tree(const std::string& path) {
-  struct stat info {};
-  if (lstat(path.c_str(), &info) != 0) return;
-  if (S_ISDIR(info.st_mode)) {
-    chmod(path.c_str(), 0700);
-    remove_contents(path);
-    rmdir(path.c_str());
-  } else {
-    unlink(path.c_str());
+// Reads `fd` to its end.
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+    if (n < 0 && errno != EINTR) break;
   }
-}
-
-// Where any user may create files, so the sandbox user may leave some: the temporary
-// directories and their world-writable subdirectories (/tmp/.X11-unix and the like).
-std::vector<std::string> world_writable_dirs() {
-  std::vector<std::string> dirs;
-  for (const char* top : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
-    dirs.push_back(top);
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(top, error)) {
-      struct stat info {};
-      if (lstat(entry.path().c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
-          (info.st_mode & S_IWOTH)) {
-        dirs.push_back(entry.path());
-      }
-    }
-  }
-  return dirs;
+  return text;
 }
 
 }  // namespace
-
-void install_readable(const std::string& from, const std::string& to) {
-  auto install_file = [](const fs::path& source, const fs::path& target) {
-    std::error_code error;
-    fs::remove(target, error);
-    fs::copy_file(source, target, error);
-    if (error) throw std::runtime_error("cannot copy " + source.string() + ": " + error.message());
-    const bool executable =
-        (fs::status(source).permissions() & fs::perms::owner_exec) != fs::perms::none;
-    chmod(target.c_str(), executable ? 0755 : 0644);
-  };
-  if (!fs::is_directory(from)) {
-    install_file(from, to);
-    return;
-  }
-  fs::create_directories(to);
-  chmod(to.c_str(), 0755);
-  for (const auto& entry : fs::recursive_directory_iterator(from)) {
-    const fs::path target = to / fs::relative(entry.path(), from);
-    if (entry.is_directory()) {
-      fs::create_directories(target);
-      chmod(target.c_str(), 0755);
-    } else {
-      install_file(entry.path(), target);
-    }
-  }
-}
 
 std::string Outcome::describe() const {
   if (over_limit == "memory") return "ended: the sandbox's processes used too much memory together";
@@ -285,18 +129,17 @@ std::string Outcome::describe() const {
   return "exit status " + std::to_string(exit_code);
 }
 
-Sandbox::Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user, int slot)
-    : limits_(limits) {
+Sandbox::Sandbox(const Limits& limits, const std::string& scratch, const std::string& home,
+                 bool use_sandbox_user, int slot, std::ostream& log)
+    : limits_(limits),
+      scratch_(scratch),
+      temporary_mount_options_("size=" + std::to_string(limits.disk_mb) + "m,nr_inodes=" +
+                               std::to_string(private_temporary_inodes) + ",mode=1777"),
+      log_(log) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphans of our commands come back to us, to be reaped
   if (use_sandbox_user) user_ = find_or_create_user(slot);
   user_.home = home;
-  if (user_.dedicated) {
-    lock_fd_ = open(lock_path(slot).c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      std::fprintf(stderr, "dtk-grade: waiting for another grading to finish...\n");
-      flock(lock_fd_, LOCK_EX);
-    }
-  }
+  if (user_.dedicated) lock_ = SlotLock(slot);
   if (user_.enabled) {
     mount_namespaces_ = in_child(private_mounts);
     sweep();  // a clean start: nothing of an earlier grading counts against the limits
@@ -310,7 +153,6 @@ Sandbox::~Sandbox() {
   stopping_ = true;
   monitor_.join();
   sweep();
-  if (lock_fd_ >= 0) close(lock_fd_);
 }
 
 void Sandbox::make_directory(const std::string& path) const {
@@ -337,25 +179,36 @@ bool Sandbox::can_read(const std::string& path, const std::vector<std::string>& 
   return run(command).exit_code == 0;
 }
 
-template <class Body>
-bool Sandbox::as_sandbox_user(Body body) const {
-  return in_child([&] {
-    if (user_.enabled &&
-        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
-         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
-      return false;
-    }
-    return body();
-  });
-}
-
 void Sandbox::remove_as_sandbox(const std::string& dir) const {
-  as_sandbox_user([&] {
-    remove_contents(dir);
-    return true;
-  });
+  remove_as_user("in " + dir, [&](RemovalProblems& problems) { remove_below(dir, problems); });
   const std::lock_guard<std::mutex> lock(mutex_);
   condemned_.erase(dir);
+}
+
+void Sandbox::remove_as_user(const std::string& where,
+                             const std::function<void(RemovalProblems&)>& remove) const {
+  // What the child could not remove comes back through a pipe: at most RemovalProblems::kept
+  // lines of a few hundred bytes, well within a pipe's buffer, so the child never blocks on it.
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+  const bool removed = as_user(user_, [&] {
+    close(report[0]);
+    RemovalProblems problems;
+    remove(problems);
+    std::string text;
+    for (const std::string& line : problems.lines) text += "  " + line + "\n";
+    if (problems.more > 0) text += "  and " + std::to_string(problems.more) + " more\n";
+    return write_all(report[1], text);
+  });
+  close(report[1]);
+  std::string text = read_all(report[0]);
+  close(report[0]);
+  if (!removed && text.empty()) text = "  the process removing them failed\n";
+  if (text.empty()) return;
+  const std::lock_guard<std::mutex> lock(mutex_);
+  log_ << "dtk-grade: WARNING: files the sandbox user " << user_.name << " left " << where
+       << " could not be removed:\n"
+       << text << std::flush;
 }
 
 bool Sandbox::is_sandboxed(pid_t pid) const {
@@ -398,22 +251,24 @@ void Sandbox::monitor() {
     std::size_t used = 0;
     for (const std::string& dir : dirs) used += disk_bytes(dir);
     for (const std::string& dir : condemned()) used -= std::min(used, disk_bytes(dir));
-    if (user_.dedicated) {
-      for (const char* dir : {"/tmp", "/var/tmp", "/dev/shm"})
-        used += disk_bytes_of(dir, user_.uid);
+    for (const pid_t session : running_sessions()) used += private_temporary_bytes(session);
+    if (user_.dedicated && !mount_namespaces_) {  // else its commands cannot write there
+      for (const char* dir : temporary_dirs) used += disk_bytes_of(dir, user_.uid, user_.gid);
     }
     if (used > disk_limit) end_largest_writer();
   }
 }
 
 void Sandbox::end_largest_writer() {
-  // The command whose directory takes the most space ends; when none wrote in its own (the
-  // space went to temporary files), every running command does.
+  // The command whose directory and private temporary directories take the most space ends;
+  // when none wrote in its own (the space went to the machine's temporary directories), every
+  // running command does.
   const std::lock_guard<std::mutex> lock(mutex_);
   pid_t writer = 0;
   std::size_t largest = 0;
   for (const auto& [session, dir] : sessions_) {
-    const std::size_t bytes = dir.empty() ? 0 : disk_bytes(dir);
+    const std::size_t bytes =
+        (dir.empty() ? 0 : disk_bytes(dir)) + private_temporary_bytes(session);
     if (bytes > largest) largest = bytes, writer = session;
   }
   for (const auto& [session, dir] : sessions_) {
@@ -422,6 +277,13 @@ void Sandbox::end_largest_writer() {
     if (!dir.empty()) condemned_.insert(dir);
     kill(-session, SIGKILL);
   }
+}
+
+std::vector<pid_t> Sandbox::running_sessions() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<pid_t> sessions;
+  for (const auto& entry : sessions_) sessions.push_back(entry.first);
+  return sessions;
 }
 
 std::set<std::string> Sandbox::condemned() const {
@@ -439,20 +301,13 @@ void Sandbox::sweep() const {
   // kill(-1) from a process of that uid reaches exactly that uid's processes.
   kill_all(
       [&](pid_t pid) { return owner_of(pid) == uid; },
-      [&](const std::vector<pid_t>&) { as_sandbox_user([] { return kill(-1, SIGKILL) == 0; }); });
+      [&](const std::vector<pid_t>&) { as_user(user_, [] { return kill(-1, SIGKILL) == 0; }); });
   // Its files where anyone may write, removed by a process of that user: links it planted
   // lead nowhere it could not go itself.
-  const std::vector<std::string> dirs = world_writable_dirs();
-  as_sandbox_user([&] {
-    for (const std::string& dir : dirs) {
-      std::error_code error;
-      for (const auto& entry : fs::directory_iterator(dir, error)) {
-        struct stat info {};
-        if (lstat(entry.path().c_str(), &info) == 0 && info.st_uid == uid)
-          remove_tree(entry.path());
-      }
-    }
-    return true;
+  const char* where = ran_a_command_ ? "where anyone may write"
+                                     : "where anyone may write during an earlier grading";
+  remove_as_user(where, [&](RemovalProblems& problems) {
+    for (const char* dir : temporary_dirs) remove_owned_below(dir, uid, user_.gid, problems);
   });
 }
 
@@ -482,13 +337,17 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
   dup2(output_fd, 2);
   if (command.sandboxed) {
     if (user_.enabled && mount_namespaces_ && private_mounts()) {
+      const int scratch_fd = open(scratch_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       // Each hidden path is covered by an empty directory that the sandbox user cannot even
       // list (mode 0), so that can_read() says "no" for it.
       for (const std::string& path : command.hidden_paths) {
         mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=4k,mode=0000");
       }
-      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777");
+      // Temporary directories of its own, empty and bounded, gone with its last process.
+      for (const char* dir : temporary_dirs)
+        mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, temporary_mount_options_.c_str());
+      show_again(scratch_.c_str(), scratch_fd);
       // A /proc of its own that lists only the sandbox user's processes (hidepid=2): in a batch,
       // one slot's submission cannot see another's, let alone the grader's.
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
@@ -500,9 +359,7 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
     set_limit(RLIMIT_NPROC, limits_.processes);
     set_limit(RLIMIT_CORE, 0);
     set_limit(RLIMIT_CPU, static_cast<rlim_t>(2 * command.timeout_seconds + 10));
-    if (user_.enabled &&
-        (setgroups(0, nullptr) != 0 || setresgid(user_.gid, user_.gid, user_.gid) != 0 ||
-         setresuid(user_.uid, user_.uid, user_.uid) != 0)) {
+    if (!become(user_)) {
       std::perror("dtk-grade: cannot become the sandbox user");
       _exit(126);
     }
@@ -520,6 +377,7 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
 
 Outcome Sandbox::run(const Command& command) const {
   const auto start = std::chrono::steady_clock::now();
+  ran_a_command_ = true;
   const std::vector<std::string> env = environment(command);
   std::vector<char*> argv, envp;  // prepared before fork: the child only makes system calls
   for (const std::string& arg : command.argv) argv.push_back(const_cast<char*>(arg.c_str()));

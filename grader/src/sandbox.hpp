@@ -1,13 +1,12 @@
 // Running commands: with a time limit, captured and capped output, and nothing left behind.
 //
 // A sandboxed command (everything that touches the submission: compiling, linking, reading its
-// objects, running its tests) runs, when dtk-grade is root, as the unprivileged user
-// dtk-sandbox (created on first use; "nobody" if that fails; dtk-sandbox<k> in job slot k of a
-// batch), in its own session, with resource
-// limits, no way to regain privileges, and, where the kernel allows, a private mount namespace
-// that hides the kit's source and build trees, gives it an empty /dev/shm and a /proc that lists
-// only the sandbox user's own processes. When dtk-grade is
-// not root (--no-sandbox), commands run as the caller, in their own session, with the same limits.
+// objects, running its tests) runs, when dtk-grade is root, as the sandbox user of its job slot
+// (sandbox_user.hpp), in its own session, with resource limits, no way to regain privileges, and,
+// where the kernel allows, a private mount namespace that hides the kit's source and build trees,
+// gives it an empty /dev/shm and a /proc that lists only the sandbox user's own processes. When
+// dtk-grade is not root (--no-sandbox), commands run as the caller, in their own session, with the
+// same limits.
 //
 // Root never acts on a path the sandbox user could have created or replaced: the directories
 // it may write are made up front by the grader, in directories of the grader's own, and what
@@ -20,21 +19,16 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-namespace dtk::grade {
+#include "file_tree.hpp"
+#include "sandbox_user.hpp"
 
-struct SandboxUser {
-  bool enabled = false;    // we are root and drop privileges in the children
-  bool dedicated = false;  // dtk-sandbox: every process of that uid is ours to kill
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string name;
-  std::string home;  // writable by that user: HOME and TMPDIR of its commands
-};
+namespace dtk::grade {
 
 struct Limits {
   int address_space_mb = 1024;
@@ -81,8 +75,12 @@ class Sandbox {
   // `home`, which must not exist yet, in a directory of the grader's. Gradings in one slot on
   // one machine share that user, and the sweep kills all its processes: so while a Sandbox
   // exists, other dtk-grade processes of the same slot wait for it (a lock in /run). A batch
-  // grading N hand-ins at once gives each its own slot, 0 to N - 1.
-  Sandbox(const Limits& limits, const std::string& home, bool use_sandbox_user, int slot = 0);
+  // grading N hand-ins at once gives each its own slot, 0 to N - 1. `scratch` is the grader's
+  // directory that holds `home` and every directory the commands work in: it stays visible to
+  // them under their private temporary directories. What the sweep and the removals could not
+  // remove is said in `log`, with a WARNING.
+  Sandbox(const Limits& limits, const std::string& scratch, const std::string& home,
+          bool use_sandbox_user, int slot, std::ostream& log);
   ~Sandbox();  // kills what is left of the sandbox user's processes
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -102,12 +100,13 @@ class Sandbox {
   Outcome run(const Command& command) const;
 
   // Removes, as the sandbox user, everything it may delete under `dir` (its own directories in
-  // the scratch): whatever links the submission planted there, it cannot hurt anything else.
+  // the scratch), at any depth: whatever links the submission planted there, it cannot hurt
+  // anything else.
   void remove_as_sandbox(const std::string& dir) const;
 
   // Ends what the commands left running: every process that has become dtk-grade's child, and
-  // (dedicated user only) every process of the sandbox user, whose files in the world-writable
-  // temporary directories it also removes. Only between commands.
+  // (dedicated user only) every process of the sandbox user, whose files where anyone may write
+  // (the temporary directories, at any depth) it also removes. Only between commands.
   void sweep() const;
 
  private:
@@ -115,19 +114,24 @@ class Sandbox {
   // In the forked child: sets up isolation and limits, then executes the command.
   [[noreturn]] void become_command(const Command& command, char* const argv[], char* const envp[],
                                    int output_fd) const;
-  // Runs `body` in a child process that has become the sandbox user; whether it returned true.
-  template <class Body>
-  bool as_sandbox_user(Body body) const;
+  // Runs `remove` in a child process that has become the sandbox user; says in the log what
+  // it could not remove of the files it left `where`.
+  void remove_as_user(const std::string& where,
+                      const std::function<void(RemovalProblems&)>& remove) const;
   // The monitor: five times a second, the sandbox's total memory and disk use against the limits.
   void monitor();
   bool is_sandboxed(pid_t pid) const;
   void end_largest_writer();  // over the disk limit
+  std::vector<pid_t> running_sessions() const;
   std::set<std::string> condemned() const;
 
   Limits limits_;
+  std::string scratch_;
+  std::string temporary_mount_options_;  // made before fork: the child only makes system calls
   SandboxUser user_;
   bool mount_namespaces_ = false;
-  int lock_fd_ = -1;
+  SlotLock lock_;
+  std::ostream& log_;  // written under mutex_
 
   mutable std::mutex mutex_;  // guards the members below
   // The sessions of the commands running now, with the directory each writes (its cwd).
@@ -136,13 +140,9 @@ class Sandbox {
   mutable std::set<pid_t> over_disk_;        // sessions ended for the disk limit
   mutable std::set<std::string> condemned_;  // their directories, until removed: not counted
   std::vector<std::string> watched_dirs_;
+  mutable std::atomic<bool> ran_a_command_{false};  // what the sweep finds before is not ours
   std::atomic<bool> stopping_{false};
   std::thread monitor_;
 };
-
-// Installs a copy of `from` (a file or a directory tree of the kit) at `to`, readable by every
-// user whatever the kit's own modes: directories 0755, files 0644 (0755 if executable). The
-// kit may be locked down (chmod -R go-rwx); its copies in the scratch are what the sandbox reads.
-void install_readable(const std::string& from, const std::string& to);
 
 }  // namespace dtk::grade

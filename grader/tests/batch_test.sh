@@ -11,7 +11,8 @@
 #      (the batch still running) and another checkout of the kit finds nothing; everything the
 #      batch writes is private to its owner; names such as "-o", "+1+1" or "@A1" are data, not
 #      options of sim_c++ nor spreadsheet formulas; an --out of another user is refused;
-#   7. nothing of the job slots' sandbox users is left running.
+#   7. nothing of the job slots' sandbox users is left running, nor any file of theirs where
+#      anyone may write that was not there before.
 #
 # usage: batch_test.sh <kit source dir> <dtk-grade> <work dir>
 set -euo pipefail
@@ -26,6 +27,23 @@ fail() {
 args=()
 [ "$(id -u)" = 0 ] || args+=(--no-sandbox)
 
+# The job slots' sandbox users, and the lock each slot's gradings take turns with: what is
+# theirs is looked at holding it, when no grading of that slot (this test's or another's) runs.
+slot_users=(dtk-sandbox dtk-sandbox1)
+slot_lock() { [ "$1" = dtk-sandbox ] && echo /run/dtk-grade.lock || echo "/run/dtk-grade-${1#dtk-sandbox}.lock"; }
+# Their files where anyone may write, at any depth: the top of each of their trees,
+# "device:inode" then find's -ls (names escaped); never in another grading's scratch.
+sandbox_files() {
+  [ "$(id -u)" = 0 ] || return 0
+  local user
+  for user in "${slot_users[@]}"; do
+    id -u "$user" > /dev/null 2>&1 || continue
+    flock "$(slot_lock "$user")" find /tmp /var/tmp /dev/shm /run/lock \
+      -name 'dtk-grade.*' -user root -prune -o -user "$user" -prune -printf '%D:%i ' -ls 2> /dev/null
+  done
+}
+files_before=$(sandbox_files)
+
 class=$work/class out=$work/class-graded
 mkdir -p "$class"
 copy_of() { mkdir -p "$2" && (cd "$1" && cp --parents "${files[@]}" "$2/"); }
@@ -35,6 +53,8 @@ copy_of "$root/solutions" "$class/carol"
 patch -s -p1 -d "$class/carol" < "$root/grader/tests/submissions/wrong_split_modulo.patch"
 copy_of "$root/solutions" "$class/dave"
 echo "// edited, so compiled" >> "$class/dave/model/func_impl.cpp"
+# dave also leaves chains of directories far beyond PATH_MAX wherever he may write (step 6).
+patch -s -p1 -d "$class/dave" < "$root/grader/tests/submissions/hostile_deep_chains.patch"
 echo "This is my homework, please grade it." > "$class/eve.tar"
 
 # columns GRADEBOOK NAME...: the gradebook's rows as CSV reads them, those columns joined by ",",
@@ -240,12 +260,14 @@ else
   echo "    (not root: no sandbox, nothing is private from the submission; skipped)"
 fi
 
-echo "7. nothing left running"
-# Other gradings on this machine (ctest -j) use the same users: look while holding their lock.
-for slot in "dtk-sandbox /run/dtk-grade.lock" "dtk-sandbox1 /run/dtk-grade-1.lock"; do
-  read -r user lock <<< "$slot"
-  if id -u "$user" > /dev/null 2>&1 && flock "$lock" pgrep -u "$user" > /dev/null; then
-    fail "processes of $user are still running: $(ps -u "$user" -o pid=,args=)"
-  fi
+echo "7. nothing left running or lying around"
+for user in "${slot_users[@]}"; do
+  id -u "$user" > /dev/null 2>&1 || continue
+  running=$(flock "$(slot_lock "$user")" ps -u "$user" -o stat=,pid=,args= | grep -v '^Z' || true)
+  [ -z "$running" ] || fail "processes of $user are still running: $running"
 done
+left=$(sandbox_files | awk 'NR == FNR { before[$1]; next } !($1 in before)' \
+  <(printf '%s\n' "$files_before") -)
+[ -z "$left" ] || fail "files of the sandbox users were left behind:
+$left"
 echo "PASS"

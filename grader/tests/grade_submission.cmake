@@ -7,6 +7,7 @@
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
 #         [-DGUARD=ON] [-DSECOND_CHECKOUT=ON] [-DLIMITS="total_memory_mb=1024;..."]
+#         [-DNO_MOUNT_NAMESPACE=ON]
 #         -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
@@ -24,14 +25,20 @@
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
 # GUARD: a hostile submission; the grading must leave the victim (a directory outside the
-# scratch, owned by the caller) and the kit's precompiled header unchanged, and no file of the
-# sandbox user where anyone may write (a world-writable directory is made in /var/tmp for the
-# submission to try), and results.json goes where the submission may plant a link and the
-# sweep of world-writable directories does not look (a world-writable directory one level
-# below /var/tmp's).
+# scratch, owned by the caller) and the kit's precompiled header unchanged (world-writable
+# directories are made in /var/tmp, one of them two levels down, for the submission to try), and
+# results.json goes where the submission may plant a link and the sweep of world-writable
+# directories does not look (a world-writable directory one level below /var/tmp's).
 # SECOND_CHECKOUT: another checkout of the kit (its solutions/ and grader/runner/, readable by
 # everyone) is copied to /opt/dtk-selftest-<NAME>, outside the kit's trees, for the submission
 # to try to read.
+# NO_MOUNT_NAMESPACE: grade as root without CAP_SYS_ADMIN, like a container that allows no
+# mount namespace: no private temporary directories, the sweep alone cleans up.
+# Every grading must leave nothing behind: no process of the sandbox user; no file of it where
+# anyone may write (/tmp, /var/tmp, /dev/shm, /run/lock, at any depth) that was not there before
+# it (what an earlier grading left is said, not charged); no scratch directory (it goes to
+# $TMPDIR/dtk-selftest-scratch-NAME, which must be empty afterwards); and no WARNING from the
+# grader that it could not remove some of the sandbox user's files.
 # Expectations, per part: N=full (all points), N=zero (none), N=lost (some lost); per function
 # (the rubric items named "Part N | <function>: ..."): <function>=half (at least half of its
 # points lost), <function>=minor (some lost, less than half); a speed bonus (assignment 2):
@@ -180,9 +187,9 @@ endif()
 if(GUARD)
   file(WRITE ${DTK_SELFTEST_VICTIM}/file "must keep its owner and content\n")
   file(SHA256 ${DTK_SELFTEST_VICTIM}/file victim_before)
-  file(REMOVE_RECURSE ${shared} ${drop})
-  file(MAKE_DIRECTORY ${shared} ${drop}/anyone)
-  run(chmod 1777 ${shared} ${drop}/anyone)
+  run(rm -rf ${shared} ${drop})
+  file(MAKE_DIRECTORY ${shared}/nested/open ${drop}/anyone)
+  run(chmod 1777 ${shared} ${shared}/nested/open ${drop}/anyone)
   file(SHA256 ${kit_pch} pch_before)
 endif()
 
@@ -191,10 +198,54 @@ execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPA
 if(NOT uid EQUAL 0)
   list(APPEND ARGS --no-sandbox)
 endif()
+set(grader ${DTK_GRADE})
+if(NO_MOUNT_NAMESPACE AND uid EQUAL 0)
+  set(without_mounts setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin)
+  execute_process(COMMAND ${without_mounts} unshare --mount true RESULT_VARIABLE status
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(status EQUAL 0)
+    fail("${without_mounts} still allows a mount namespace")
+  endif()
+  set(grader ${without_mounts} ${DTK_GRADE})
+endif()
+
+# The grading's scratch directory goes to a directory of the test's own under $TMPDIR (so,
+# usually, under /tmp, which the sandboxed commands see as their own private /tmp), to be
+# found empty afterwards.
+set(tmp $ENV{TMPDIR})
+if(NOT tmp)
+  set(tmp /tmp)
+endif()
+set(grading_tmp ${tmp}/dtk-selftest-scratch-${NAME})
+run(rm -rf ${grading_tmp})
+file(MAKE_DIRECTORY ${grading_tmp})
+set(ENV{TMPDIR} ${grading_tmp})
+
+# The files of the sandbox user where anyone may write, at any depth: one line per tree, the
+# top one, "device:inode" then find's -ls (names escaped). Gradings take turns with a lock, and
+# other gradings' files are theirs while they run: look while holding it, when none runs, and
+# never in another grading's scratch directory (root's dtk-grade.*: gradings of other kits may
+# not take the same lock).
+function(sandbox_files out)
+  set(files "")
+  execute_process(COMMAND id -u dtk-sandbox RESULT_VARIABLE no_user
+                  OUTPUT_VARIABLE sandbox_uid OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(uid EQUAL 0 AND no_user EQUAL 0)
+    execute_process(COMMAND flock /run/dtk-grade.lock
+                            find /tmp /var/tmp /dev/shm /run/lock
+                            -name "dtk-grade.*" -user root -prune
+                            -o -uid ${sandbox_uid} -prune -printf "%D:%i " -ls
+                    OUTPUT_VARIABLE files ERROR_QUIET)
+  endif()
+  string(REPLACE ";" "\\x3b" files "${files}")  # one list item per line
+  string(REGEX MATCHALL "[^\n]+" files "${files}")
+  set(${out} "${files}" PARENT_SCOPE)
+endfunction()
+sandbox_files(files_before)
 
 # Grading.
 string(TIMESTAMP start "%s")
-execute_process(COMMAND ${DTK_GRADE} ${submission} --seed 7 --results ${results} ${ARGS}
+execute_process(COMMAND ${grader} ${submission} --seed 7 --results ${results} ${ARGS}
                 RESULT_VARIABLE status OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 string(TIMESTAMP end "%s")
 math(EXPR seconds "${end} - ${start}")
@@ -204,6 +255,14 @@ if(SECOND_CHECKOUT)
 endif()
 if(NOT status EQUAL 0)
   fail("dtk-grade exited with ${status}, expected 0")
+endif()
+# What the grader could not remove of the sandbox user's files, it says; what an earlier grading
+# left is not this one's.
+string(REGEX MATCHALL "WARNING: files the sandbox user [^\n]*could not be removed:[^\n]*\n[^\n]*"
+       not_removed "${stdout}${stderr}")
+list(FILTER not_removed EXCLUDE REGEX "an earlier grading")
+if(not_removed)
+  fail("the grader could not remove the sandbox user's files: ${not_removed}")
 endif()
 if(MAX_SECONDS AND seconds GREATER MAX_SECONDS)
   fail("grading took ${seconds} s, more than ${MAX_SECONDS} s")
@@ -263,7 +322,7 @@ endforeach()
 # The same submission under other seeds: the same score on every test.
 foreach(seed IN LISTS SEEDS)
   set(again ${WORK}/results-${seed}.json)
-  execute_process(COMMAND ${DTK_GRADE} ${submission} --seed ${seed} --results ${again} ${ARGS}
+  execute_process(COMMAND ${grader} ${submission} --seed ${seed} --results ${again} ${ARGS}
                   RESULT_VARIABLE status OUTPUT_VARIABLE again_stdout ERROR_VARIABLE again_stderr)
   if(NOT status EQUAL 0)
     fail("grading with seed ${seed} exited with ${status}:\n${again_stdout}${again_stderr}")
@@ -337,15 +396,6 @@ if(GUARD)
   if(NOT victim_after STREQUAL victim_before)
     fail("the grading wrote into ${DTK_SELFTEST_VICTIM}/file, outside its scratch")
   endif()
-  # Other gradings take turns with the lock; their scratch directories are theirs.
-  execute_process(COMMAND flock /run/dtk-grade.lock
-                          find /tmp /var/tmp /dev/shm /run/lock -maxdepth 2 -path "/tmp/dtk-grade.*"
-                          -prune -o -user dtk-sandbox -print
-                  OUTPUT_VARIABLE leftovers)
-  file(REMOVE_RECURSE ${shared} ${drop})
-  if(leftovers)
-    fail("files of the sandbox user were left behind:\n${leftovers}")
-  endif()
   file(SHA256 ${kit_pch} pch_after)
   if(NOT pch_after STREQUAL pch_before)
     fail("the grading changed the kit's precompiled header ${kit_pch}")
@@ -353,7 +403,40 @@ if(GUARD)
 endif()
 
 # Nothing of the submission may outlive the grading. Other gradings (ctest -j) use the same
-# sandbox user: look while holding their lock, when none of them is running.
+# sandbox user: look while holding their lock, when none of them is running. Files an earlier
+# grading left are a finding, but not this one's: said, not charged.
+execute_process(COMMAND find ${grading_tmp} -mindepth 1 -maxdepth 1 -ls OUTPUT_VARIABLE left_in_tmp)
+run(rm -rf ${grading_tmp})
+if(left_in_tmp)
+  fail("the grading left its scratch directory behind:\n${left_in_tmp}")
+endif()
+sandbox_files(files_after)
+set(keys_before "")
+foreach(file IN LISTS files_before)
+  string(REGEX MATCH "^[0-9]+:[0-9]+" key "${file}")
+  list(APPEND keys_before ${key})
+endforeach()
+set(left_behind "")
+set(still_there "")
+foreach(file IN LISTS files_after)
+  string(REGEX MATCH "^[0-9]+:[0-9]+" key "${file}")
+  if(key IN_LIST keys_before)
+    string(APPEND still_there "\n${file}")
+  else()
+    string(APPEND left_behind "\n${file}")
+  endif()
+endforeach()
+if(GUARD)
+  run(rm -rf ${shared} ${drop})
+endif()
+if(still_there)
+  message(WARNING "An earlier grading left files of the sandbox user that are still there (a "
+                  "finding, but not this test's):${still_there}")
+endif()
+if(left_behind)
+  fail("files of the sandbox user were left behind by this grading (or by another that took \
+turns with it while this test ran):${left_behind}")
+endif()
 execute_process(COMMAND id -u dtk-sandbox RESULT_VARIABLE no_user OUTPUT_QUIET ERROR_QUIET)
 if(no_user EQUAL 0 AND EXISTS /run/dtk-grade.lock)
   execute_process(COMMAND flock /run/dtk-grade.lock ps -u dtk-sandbox -o stat=,pid=,args=
