@@ -179,7 +179,7 @@ logged reference.log make -C "$bundle" test || { show reference.log 60; fail "th
 grep -E 'tests passed' "$work/reference.log" | sed 's/^/    /'
 
 step "training with the bundle's unified_train: its own assignment's trainer, and a message for the other's"
-train() { mpirun --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
+train() { "$bundle/build/dtk-mpirun" --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
 if [ "$assignment" = 1 ]; then
   works=(--mp_size 2 --dp_size 1) refused=(--pp_size 2) says="belongs to assignment 2"
 else
