@@ -8,7 +8,7 @@ namespace dtk::grade {
 const char* const kUsage =
     "usage: dtk-grade SUBMISSION [--assignment 1|2] [--results FILE] [--public-only]\n"
     "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
-    "                 [--keep-scratch] [--no-sandbox]\n"
+    "                 [--keep-scratch] [--no-sandbox] [--bonus-later | --bonus-only]\n"
     "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
     "                 [--similarity] [--assignment 1|2] [--seed N] [--manifest FILE] ...\n"
     "\n"
@@ -29,10 +29,18 @@ const char* const kUsage =
     "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
     "                     root): the submission can then read whatever you can, the\n"
     "                     reference and the expected outputs included; trusted code only\n"
+    "  --bonus-later      do not time the speed bonus (assignment 2): results.json says it is\n"
+    "                     pending; time it later with --bonus-only\n"
+    "  --bonus-only       time only the speed bonus of SUBMISSION, already graded in\n"
+    "                     --results FILE (its pending or deferred bonus, or again), and put\n"
+    "                     it there. The bonus is timed only on an idle machine: when other\n"
+    "                     programs keep it busy, it is deferred (said so), never guessed\n"
     "\n"
     "A whole class: --batch DIR grades every hand-in under DIR, one sub-directory or .tar per\n"
     "student (or Gradescope's \"Export Submissions\" folder, with its\n"
-    "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
+    "submission_metadata.yml), with one seed for all, then times the speed bonuses one at a\n"
+    "time with nothing else running (again, when run again, for those deferred), and writes\n"
+    "DIR's results to --out:\n"
     "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
     "  --out DIR          <DIR>/<student>/results.json and output.txt, gradebook.csv and\n"
     "                     summary.html (default: the hand-ins' directory name + \"-graded\")\n"
@@ -88,6 +96,11 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.keep_scratch = true;
     } else if (arg == "--no-sandbox") {
       options.no_sandbox = true;
+    } else if (arg == "--bonus-later" || arg == "--bonus-only") {
+      const BonusTiming timing = arg == "--bonus-later" ? BonusTiming::later : BonusTiming::only;
+      if (options.bonus != BonusTiming::now && options.bonus != timing)
+        throw UsageError("--bonus-later and --bonus-only: one or the other");
+      options.bonus = timing;
     } else if (arg == "--timeout") {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 3600));
     } else if (arg == "--seed") {
@@ -130,10 +143,12 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
   if (!options.batch.empty()) {
     if (!options.submission.empty())
       throw UsageError("--batch grades a directory of hand-ins: give no SUBMISSION with it");
-    if (options.results != "results.json" || options.keep_scratch || options.autolab)
+    if (options.results != "results.json" || options.keep_scratch || options.autolab ||
+        options.bonus != BonusTiming::now)
       throw UsageError(
-          "--results, --keep-scratch and --autolab grade one submission: not with "
-          "--batch (each student's results.json goes to --out)");
+          "--results, --keep-scratch, --autolab, --bonus-later and --bonus-only grade one "
+          "submission: not with --batch (each student's results.json goes to --out, and the "
+          "batch times the bonuses after its gradings)");
     return options;
   }
   if (batch_only) {
@@ -142,6 +157,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
         "DIR");
   }
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
+  if (options.bonus == BonusTiming::only && options.public_only)
+    throw UsageError("--bonus-only times the bonus, which --public-only leaves out");
   return options;
 }
 

@@ -6,7 +6,8 @@
 #         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
-#         [-DGUARD=ON] [-DLIMITS="total_memory_mb=1024;..."] -P grade_submission.cmake
+#         [-DGUARD=ON] [-DLIMITS="total_memory_mb=1024;..."]
+#         [-DSPEED_BONUS="max_busy=1;..."] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
@@ -22,6 +23,9 @@
 # @DTK_SELFTEST_VICTIM@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
+# SPEED_BONUS: likewise for the "speed_bonus" of the part that has one (max_busy=1 and a large
+# max_spread time the bonus whatever the machine's load: for tests that assert a bonus is not
+# earned, so that the timing, not a deferral, decides).
 # GUARD: a hostile submission; the grading must leave the victim (a directory outside the
 # scratch, owned by the caller) and the kit's precompiled header unchanged, and no file of the
 # sandbox user where anyone may write (a world-writable directory is made in /var/tmp for the
@@ -121,7 +125,7 @@ endif()
 
 set(shared /var/tmp/dtk-selftest-${NAME})
 # A copy of the build's manifest with other rules or limits.
-if(ALLOW_MPI OR LIMITS)
+if(ALLOW_MPI OR LIMITS OR SPEED_BONUS)
   file(READ ${MANIFEST} manifest)
   foreach(call IN LISTS ALLOW_MPI)
     string(JSON count LENGTH "${manifest}" allowed_mpi)
@@ -132,6 +136,20 @@ if(ALLOW_MPI OR LIMITS)
     list(GET limit 0 key)
     list(GET limit 1 value)
     string(JSON manifest SET "${manifest}" limits ${key} ${value})
+  endforeach()
+  string(JSON parts LENGTH "${manifest}" parts)
+  math(EXPR last_part "${parts} - 1")
+  foreach(part RANGE ${last_part})
+    string(JSON bonus ERROR_VARIABLE no_bonus GET "${manifest}" parts ${part} speed_bonus)
+    if(no_bonus)
+      continue()
+    endif()
+    foreach(setting IN LISTS SPEED_BONUS)
+      string(REPLACE "=" ";" setting ${setting})
+      list(GET setting 0 key)
+      list(GET setting 1 value)
+      string(JSON manifest SET "${manifest}" parts ${part} speed_bonus ${key} ${value})
+    endforeach()
   endforeach()
   file(WRITE ${WORK}/manifest.json "${manifest}")
   list(APPEND ARGS --manifest ${WORK}/manifest.json)
