@@ -6,12 +6,12 @@
 //
 // Refused: creating, writing, renaming, linking or removing files and changing their metadata
 // (open for writing, creat, mkdir, rename, unlink, truncate, chmod, utimes, xattrs, ...), file
-// locks and leases (a lock is a bit another process can test), sockets, System V and POSIX
-// message queues, semaphores and shared memory, memfd, io_uring (file operations without
-// system calls), signals to other processes, reading or writing another process's memory,
-// fork and exec (threads are allowed), mounts and namespaces, renaming the thread (its name
-// is readable by other processes), raising or setting resource limits, and scheduling,
-// affinity or priority of anything but the calling thread itself.
+// locks and leases (a lock is a bit another process can test), watching files (inotify: a read
+// is a bit too), new sockets and sending on MPI's, System V and POSIX message queues, semaphores
+// and shared memory, memfd, io_uring (file operations without system calls), signals to other
+// processes, reading or writing another process's memory, fork and exec (threads are allowed),
+// mounts and namespaces, renaming the thread (its name is readable by other processes), setting
+// resource limits, and the scheduling, affinity or priority of anything but the calling thread.
 #pragma once
 
 #include <string>
