@@ -101,7 +101,8 @@ void write_results_json(const Report& report, const std::string& path) {
 
 std::vector<TestResult> read_results_tests(const std::string& path) {
   std::vector<TestResult> tests;
-  for (const nlohmann::json& test : read_json_file(path)["tests"]) {
+  const nlohmann::json results = read_json_file(path);
+  for (const nlohmann::json& test : results["tests"]) {
     if (!test.is_object()) continue;
     TestResult result;
     result.name = test.value("name", "");
@@ -131,7 +132,11 @@ void replace_speed_bonus(const std::string& path, const Report& bonus) {
   results["score"] = rounded(score + bonus.bonus);
   results.erase("leaderboard");
   if (!bonus.leaderboard.empty()) results["leaderboard"] = leaderboard_json(bonus.leaderboard);
-  results["extra_data"]["speed_bonus"] = bonus.bonus_state;
+  if (bonus.bonus_state.empty()) {
+    if (results.contains("extra_data")) results["extra_data"].erase("speed_bonus");
+  } else {
+    results["extra_data"]["speed_bonus"] = bonus.bonus_state;
+  }
   write_json_file(results, path);
 }
 

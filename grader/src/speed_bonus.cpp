@@ -90,12 +90,14 @@ std::vector<std::string> eligible_for_bonus(const Part& part, const Report& repo
   std::vector<std::string> eligible;
   const std::string prefix = "Part " + std::to_string(part.number) + " | ";
   for (const std::string& function : part.speed_bonus->functions) {
-    bool all_points = true;
+    bool graded = false, all_points = true;
     for (const TestResult& test : report.tests) {
-      if (test.name.rfind(prefix + function + ":", 0) == 0)
-        all_points &= test.score >= test.max_score;
+      if (test.name.rfind(prefix + function + ":", 0) != 0 || is_speed_bonus_test(test.name))
+        continue;
+      graded = true;
+      all_points &= test.score >= test.max_score;
     }
-    if (all_points) eligible.push_back(function);
+    if (graded && all_points) eligible.push_back(function);
   }
   return eligible;
 }
