@@ -97,13 +97,19 @@ xt::xtensor<T, 1> concatenated(const std::vector<xt::xtensor<T, 1>>& blocks) {
 // The student's call, judged by what crossed between ranks: the bytes it sent to other ranks,
 // summed over the ranks (a collective of one's own may share the sending unevenly, a tree say,
 // but not move less in total), and the bytes this rank received from other ranks against
-// `least`, what its result needs from them at the very least.
+// `least`, what its result needs from them at the very least. A thread the call leaves running
+// could still change dst, or read the other ranks' inputs built after it: forbidden.
 template <class Call>
 void call_counting_traffic(CheckContext& context, std::uint64_t least, Call&& student_call) {
   Traffic traffic;
+  const std::size_t threads = running_threads();
   {
     StudentCall watched(&traffic);
     student_call();
+  }
+  if (running_threads() > threads) {
+    context.out.forbidden("a thread left running after the call returned",
+                          "dtk::" + context.test.function);
   }
   unsigned long long sent = traffic.sent(), total = 0;
   MPI_Allreduce(&sent, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, context.world.handle());

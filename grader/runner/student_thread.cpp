@@ -178,9 +178,11 @@ void run_on_student_thread(const std::function<void()>& test, bool sealed) {
   if (thread.error) std::rethrow_exception(thread.error);
 }
 
+std::size_t running_threads() { return entries("/proc/self/task").size(); }
+
 ProcessState ProcessState::now() {
   ProcessState state;
-  state.threads = entries("/proc/self/task").size();
+  state.threads = running_threads();
   sched_getaffinity(0, sizeof state.affinity, &state.affinity);
   sched_param param{};
   state.policy = sched_getscheduler(0);

@@ -34,6 +34,9 @@ std::vector<std::string> take_over_process();
 // student thread (write_marker) are written by the waiting main thread.
 void run_on_student_thread(const std::function<void()>& test, bool sealed);
 
+// The threads of this process now.
+std::size_t running_threads();
+
 // What a student call could leave changed for the code that runs after it on the calling
 // thread: threads still running, and what the filter is meant to keep it from touching (the
 // thread's CPU affinity, scheduling policy and priority, the process's resource limits). The
