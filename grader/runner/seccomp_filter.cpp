@@ -132,7 +132,10 @@ int filters_of_this_thread() {
 
 void add_rules(FilterProgram& filter) {
   const std::uint32_t self = static_cast<std::uint32_t>(getpid());
-  constexpr std::uint32_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE;
+  // O_TMPFILE's own bit: the C library's macro includes O_DIRECTORY, which reading a directory
+  // sets too.
+  constexpr std::uint32_t kTmpFile = 020000000;
+  constexpr std::uint32_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | kTmpFile;
 
   // Files: opened for reading only; nothing created, written, moved, removed or re-stamped.
 #ifdef __NR_open
