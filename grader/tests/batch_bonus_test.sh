@@ -2,9 +2,9 @@
 # Self-test of the speed bonus in `dtk-grade --batch` (assignment 2): the gradings leave it
 # pending, then the batch times it one hand-in at a time; a bonus deferred because the machine
 # was busy is timed when the batch runs again, without grading anything again.
-#   1. with a manifest whose max_busy no machine meets, both references' bonuses are deferred
-#      (results.json's extra_data.speed_bonus, the feedback) and the batch says so; the starter,
-#      which earns no function's points, has none to time;
+#   1. with the machine kept busy (a CPU-bound loop per core, started and stopped here), both
+#      references' bonuses are deferred (results.json's extra_data.speed_bonus, the feedback)
+#      and the batch says so; the starter, which earns no function's points, has none to time;
 #   2. run again with a manifest that times whatever the load: nothing is graded again, both
 #      bonuses are timed, the gradebook's bonus column follows results.json.
 #
@@ -36,8 +36,13 @@ for part in manifest["parts"]:
 json.dump(manifest, open(out, "w"), indent=2)
 EOF
 }
-with_bonus "$work/never-idle.json" max_busy=0.000001
 with_bonus "$work/any-load.json" max_busy=1 max_spread=100
+burners=()
+stop_burners() {
+  for pid in "${burners[@]}"; do kill "$pid" 2> /dev/null || true; done
+  burners=()
+}
+trap stop_burners EXIT
 
 class=$work/class out=$work/class-graded
 mkdir -p "$class"
@@ -50,9 +55,14 @@ state() {  # the speed bonus's state in a student's results.json ("" when none)
     "$out/$1/results.json"
 }
 
-echo "1. a batch on a machine never idle enough: the bonuses are deferred"
-"$grade" --batch "$class" --jobs 2 --seed 7 --manifest "$work/never-idle.json" "${args[@]}" \
-  > "$work/busy.log" 2>&1 || { cat "$work/busy.log"; fail "dtk-grade --batch exited with $?"; }
+echo "1. a batch on a busy machine: the bonuses are deferred"
+for _ in $(seq "$(nproc)"); do
+  sh -c 'while :; do :; done' &
+  burners+=($!)
+done
+"$grade" --batch "$class" --jobs 2 --seed 7 "${args[@]}" > "$work/busy.log" 2>&1 ||
+  { cat "$work/busy.log"; fail "dtk-grade --batch exited with $?"; }
+stop_burners
 cat "$work/busy.log"
 grep -q "Timing the speed bonus of 2 hand-ins, one at a time" "$work/busy.log" ||
   fail "the batch did not time the two references' bonuses after the gradings"
