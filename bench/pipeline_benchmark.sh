@@ -17,7 +17,7 @@ program=$build/unified_train
 [ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
 command -v python3 > /dev/null || { echo "pipeline_benchmark: needs python3 to read the reports" >&2; exit 2; }
 
-mpirun=(mpirun --oversubscribe)
+mpirun=("$build/dtk-mpirun" --oversubscribe)  # a session directory of its own
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -14,7 +14,7 @@ runs=${2:-5}
 program=$build/unified_train
 [ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
 
-mpirun=(mpirun --oversubscribe)  # 8 ranks on fewer cores
+mpirun=("$build/dtk-mpirun" --oversubscribe)  # 8 ranks on fewer cores; a session dir of its own
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 
 # name, ranks, target seconds, unified_train arguments

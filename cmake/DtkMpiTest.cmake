@@ -2,7 +2,16 @@
 #
 # Registers a CTest test that runs <program> under mpirun with <n> ranks. The flags make it
 # work as root and with more ranks than cores, and turn a hang into a failure (exit 110).
+#
+# DTK_MPIEXEC, <build>/dtk-mpirun, is the mpirun every test starts: it gives each run an Open
+# MPI session directory of its own, so that ctest -j and two students on one machine never
+# collide creating theirs.
 include_guard(GLOBAL)
+
+set(DTK_MPIEXEC ${CMAKE_BINARY_DIR}/dtk-mpirun)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/dtk-mpirun.in ${DTK_MPIEXEC} @ONLY
+               FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                                WORLD_READ WORLD_EXECUTE)
 
 set(DTK_MPIRUN_TIMEOUT 120 CACHE STRING "Seconds before mpirun kills a hung test")
 # `--mca pml ^cm` skips probing for network cards a single machine does not have (0.2 s a run).
@@ -11,7 +20,7 @@ set(DTK_MPIRUN_FLAGS --oversubscribe --allow-run-as-root --timeout ${DTK_MPIRUN_
 function(dtk_add_mpi_test)
   cmake_parse_arguments(ARG "" "NAME;RANKS" "COMMAND" ${ARGN})
   add_test(NAME ${ARG_NAME}
-           COMMAND ${MPIEXEC_EXECUTABLE} ${DTK_MPIRUN_FLAGS} -n ${ARG_RANKS} ${ARG_COMMAND})
+           COMMAND ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS} -n ${ARG_RANKS} ${ARG_COMMAND})
   set_tests_properties(${ARG_NAME} PROPERTIES PROCESSORS ${ARG_RANKS})
 endfunction()
 

@@ -16,7 +16,7 @@ out=${2:-$root/figs}
 [ -x "$build/unified_train" ] || { echo "make-timeline-figures: no $build/unified_train: run make" >&2; exit 1; }
 
 for schedule in gpipe 1f1b; do
-  mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -n 4 \
+  "$build/dtk-mpirun" --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -n 4 \
     "$build/unified_train" --pp_size 4 --microbatches 8 --schedule "$schedule" \
     --hidden 256,512,512,512,512,512,512 --batch_size 4096 --max_steps 4 \
     --timeline "$out/timeline_$schedule.svg" > /dev/null

@@ -16,7 +16,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
 OUTPUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "figs", "zero_measured.svg")
 DP, HIDDEN = 4, "1024,1024"
-MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--timeout", "300", "-n", str(DP)]
+# dtk-mpirun: mpirun with an Open MPI session directory of its own (cmake/dtk-mpirun.in).
+MPIRUN = [os.path.join(BUILD, "dtk-mpirun"), "--allow-run-as-root", "--oversubscribe",
+          "--timeout", "300", "-n", str(DP)]
 CATEGORIES = (("parameters", "#4e79a7"), ("gradients", "#f28e2b"), ("optimizer", "#59a14f"))
 
 

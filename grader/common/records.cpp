@@ -165,6 +165,14 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
       char* end = nullptr;
       const long long bytes = std::strtoll(rest.c_str(), &end, 10);
       if (!rest.empty() && *end == '\0' && bytes >= 0) current->moved = bytes;
+    } else if (kind == "received") {
+      char* end = nullptr;
+      const long long bytes = std::strtoll(rest.c_str(), &end, 10);
+      const long long least = *end == ' ' ? std::strtoll(end + 1, &end, 10) : -1;
+      if (*end == '\0' && bytes >= 0 && least >= 0) {
+        current->received = bytes;
+        current->least_received = least;
+      }
     } else if (kind == "mistake") {
       const std::size_t tab = rest.find('\t'), second = rest.find('\t', tab + 1);
       if (second == std::string::npos) continue;
@@ -227,6 +235,10 @@ void RecordWriter::part(const std::string& name) { block_ += "part " + one_line(
 
 void RecordWriter::moved(unsigned long long bytes) {
   block_ += "moved " + std::to_string(bytes) + "\n";
+}
+
+void RecordWriter::received(unsigned long long bytes, unsigned long long least) {
+  block_ += "received " + std::to_string(bytes) + " " + std::to_string(least) + "\n";
 }
 
 void RecordWriter::mistake(const std::string& value, const std::string& description,

@@ -12,7 +12,10 @@
 //   mistake <name>\t<what>\t<tensor payload>   what value <name> would be after a known
 //                                            mistake (the reference's are used to name it)
 //   moved <bytes>                            bytes the student call moved through the
-//                                            Communicator it was given (its byte counter)
+//                                            Communicator it was given (its byte counter), or
+//                                            for Part 7 sent to other ranks, summed over ranks
+//   received <bytes> <least>                 bytes this rank received from other ranks during
+//                                            the call, and the least its result needs from them
 //   error <text>                             the function threw; <text> is what() on one line
 //   forbidden <MPI call>\t<caller>           a call outside the allowed collectives
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
@@ -62,6 +65,8 @@ struct TestOutput {
   std::vector<std::string> forbidden;  // "MPI_Bcast (called from ...)"
   std::vector<Mistake> mistakes;
   long long moved = -1;  // bytes moved through the Communicator; -1: not measured
+  // Bytes this rank received from other ranks, and the least its result needs; -1: not measured.
+  long long received = -1, least_received = -1;
 
   const Value* find(const std::string& name) const;
 };
@@ -95,6 +100,7 @@ class RecordWriter {
   void mistake(const std::string& value, const std::string& description, const std::string& dtype,
                const std::vector<std::size_t>& shape, const std::vector<double>& values);
   void moved(unsigned long long bytes);
+  void received(unsigned long long bytes, unsigned long long least);
   void integer(const std::string& name, long long value);
   void real(const std::string& name, double value);
   void tensor(const std::string& name, const std::string& dtype,

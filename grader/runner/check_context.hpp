@@ -14,6 +14,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "forbidden_mpi.hpp"
 #include "records.hpp"
 #include "test_case.hpp"
 
@@ -110,11 +111,15 @@ void record_mistake(RecordWriter& out, const std::string& name, const std::strin
 // Calls `student_call` and records how many bytes it moved through `comm`, the Communicator
 // the student function was given: results must travel through it, not through files or MPI
 // calls of the submission's own. A check that judges the bytes itself gets them in `*moved`.
+// While the call runs, the Communicator's calls are the student's (forbidden_mpi.hpp).
 template <class Call>
 auto moved_through(CheckContext& context, Communicator& comm, Call&& student_call,
                    std::uint64_t* moved = nullptr) {
   const std::uint64_t before = comm.total_bytes_transferred();
-  auto result = student_call();
+  auto result = [&] {
+    StudentCall watched;
+    return student_call();
+  }();
   const std::uint64_t bytes = comm.total_bytes_transferred() - before;
   context.out.moved(bytes);
   if (moved != nullptr) *moved = bytes;

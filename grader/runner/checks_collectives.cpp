@@ -1,15 +1,21 @@
 // Part 7 (assignment 2): the collectives students build from point-to-point messages. A check
-// runs on the test's p ranks, every rank building every rank's src from the seed, so that each
-// can record what known mistakes would give. Values that are moved say where they come from;
-// values that are reduced are drawn from the seed, so that sum, min and max all differ.
+// runs on the test's p ranks. While the student's call runs, each rank holds only its own src
+// (what the other ranks' would be is computed afterwards, to name known mistakes), and the call
+// is judged by what crossed between ranks: the bytes MPI delivered from other ranks, not the
+// Communicator's counter (which a message to oneself fills too). Values that are moved say
+// where they come from; values that are reduced are drawn from the seed, so that sum, min and
+// max all differ.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <type_traits>
 
 #include <xtensor/xview.hpp>
 
 #include "check_context.hpp"
+#include "forbidden_mpi.hpp"
+#include "student_thread.hpp"
 
 namespace dtk::grade {
 
@@ -34,10 +40,11 @@ xt::xtensor<T, 1> numbered_src(int r, std::size_t size, std::size_t block) {
 }
 
 // Rank r's src of `size` elements, random: three decimals in [-1, 1], or integers in
-// [-999, 999] for int32.
+// [-999, 999] for int32. `turn` names one of several inputs of a test (the speed bonus's).
 template <class T>
-xt::xtensor<T, 1> random_src(const CheckContext& context, int r, std::size_t size) {
-  Rng rng = context.rng("src of rank " + std::to_string(r));
+xt::xtensor<T, 1> random_src(const CheckContext& context, int r, std::size_t size,
+                             const std::string& turn = "") {
+  Rng rng = context.rng("src of rank " + std::to_string(r) + turn);
   auto src = xt::xtensor<T, 1>::from_shape({size});
   for (T& value : src) {
     value = std::is_integral_v<T> ? static_cast<T>(rng.uniform_int(-999, 999))
@@ -87,16 +94,33 @@ xt::xtensor<T, 1> concatenated(const std::vector<xt::xtensor<T, 1>>& blocks) {
   return out;
 }
 
-// The student's call, with the bytes it moved summed over the ranks: a collective of one's own
-// may share the sending unevenly between ranks (a tree, say), but not move less in total.
+// The student's call, judged by what crossed between ranks: the bytes it sent to other ranks,
+// summed over the ranks (a collective of one's own may share the sending unevenly, a tree say,
+// but not move less in total), and the bytes this rank received from other ranks against
+// `least`, what its result needs from them at the very least. A thread the call leaves running
+// could still change dst, or read the other ranks' inputs built after it: forbidden.
 template <class Call>
-void call_counting_bytes(CheckContext& context, Call&& student_call) {
-  Communicator& comm = context.world;
-  const std::uint64_t before = comm.total_bytes_transferred();
-  student_call();
-  unsigned long long mine = comm.total_bytes_transferred() - before, total = 0;
-  MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.handle());
+void call_counting_traffic(CheckContext& context, std::uint64_t least, Call&& student_call) {
+  Traffic traffic;
+  const std::size_t threads = running_threads();
+  {
+    StudentCall watched(&traffic);
+    student_call();
+  }
+  if (running_threads() > threads) {
+    context.out.forbidden("a thread left running after the call returned",
+                          "dtk::" + context.test.function);
+  }
+  unsigned long long sent = traffic.sent(), total = 0;
+  MPI_Allreduce(&sent, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, context.world.handle());
   context.out.moved(total);
+  context.out.received(traffic.received(), least);
+}
+
+// What a rank must receive from the other ranks at least: `elements` of T when there are any.
+template <class T>
+std::uint64_t least_from_others(const CheckContext& context, std::size_t elements) {
+  return context.test.p > 1 ? elements * sizeof(T) : 0;
 }
 
 // A known mistake: what `dst` would be after it.
@@ -159,10 +183,14 @@ void allreduce_case(CheckContext& context) {
   const TestCase& test = context.test;
   const int p = test.p, r = context.world.Get_rank();
   describe(context, std::to_string(test.count) + " elements on every rank, drawn from the seed");
-  const auto srcs = random_srcs<T>(context, p, test.count);
   auto dst = xt::xtensor<T, 1>::from_shape({test.count});
-  call_counting_bytes(context,
-                      [&] { my_allreduce<T>(srcs[r], dst, mpi_op(test.op), context.world); });
+  {
+    const auto src = random_src<T>(context, r, test.count);
+    // Every element of the result depends on every other rank's.
+    call_counting_traffic(context, least_from_others<T>(context, test.count),
+                          [&] { my_allreduce<T>(src, dst, mpi_op(test.op), context.world); });
+  }
+  const auto srcs = random_srcs<T>(context, p, test.count);
   std::vector<Wrong<T>> mistakes = {{"this rank's own src (nothing received)", srcs[r]}};
   if (test.op != "sum")
     mistakes.push_back({"summing whatever the op (the op ignored)", reduced(srcs, "sum")});
@@ -175,10 +203,15 @@ void allgather_case(CheckContext& context) {
   const int p = test.p, r = context.world.Get_rank();
   describe(context, std::to_string(test.count) +
                         " elements on every rank; element j of rank r's src is 10000 r + j");
+  auto dst = xt::xtensor<T, 1>::from_shape({p * test.count});
+  {
+    const auto src = numbered_src<T>(r, test.count, 0);
+    // Every other rank's src.
+    call_counting_traffic(context, least_from_others<T>(context, (p - 1) * test.count),
+                          [&] { my_allgather<T>(src, dst, context.world); });
+  }
   std::vector<xt::xtensor<T, 1>> srcs;
   for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, test.count, 0));
-  auto dst = xt::xtensor<T, 1>::from_shape({p * test.count});
-  call_counting_bytes(context, [&] { my_allgather<T>(srcs[r], dst, context.world); });
   std::vector<Wrong<T>> mistakes;
   auto rotated = [&](int shift, const std::string& sign) {
     std::vector<xt::xtensor<T, 1>> blocks;
@@ -203,10 +236,14 @@ void reduce_scatter_case(CheckContext& context) {
   const std::size_t block = test.count;
   describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
                         " elements on every rank, drawn from the seed");
-  const auto srcs = random_srcs<T>(context, p, p * block);
   auto dst = xt::xtensor<T, 1>::from_shape({block});
-  call_counting_bytes(context,
-                      [&] { my_reduce_scatter<T>(srcs[r], dst, mpi_op(test.op), context.world); });
+  {
+    const auto src = random_src<T>(context, r, p * block);
+    // Every element of its block depends on every other rank's.
+    call_counting_traffic(context, least_from_others<T>(context, block),
+                          [&] { my_reduce_scatter<T>(src, dst, mpi_op(test.op), context.world); });
+  }
+  const auto srcs = random_srcs<T>(context, p, p * block);
   const auto all = reduced(srcs, test.op);
   std::vector<Wrong<T>> mistakes;
   if (test.op != "sum")
@@ -229,10 +266,15 @@ void alltoall_case(CheckContext& context) {
   describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
                         " elements on every rank; element j of block b of rank r's src is "
                         "10000 r + 1000 b + j");
+  auto dst = xt::xtensor<T, 1>::from_shape({p * block});
+  {
+    const auto src = numbered_src<T>(r, p * block, block);
+    // Block r of every other rank's src.
+    call_counting_traffic(context, least_from_others<T>(context, (p - 1) * block),
+                          [&] { my_alltoall<T>(src, dst, context.world); });
+  }
   std::vector<xt::xtensor<T, 1>> srcs;
   for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, p * block, block));
-  auto dst = xt::xtensor<T, 1>::from_shape({p * block});
-  call_counting_bytes(context, [&] { my_alltoall<T>(srcs[r], dst, context.world); });
   std::vector<Wrong<T>> mistakes;
   if (p > 1) {
     mistakes.push_back({"this rank's own src (nothing exchanged)", srcs[r]});
@@ -244,44 +286,79 @@ void alltoall_case(CheckContext& context) {
   record_result(context, dst, mistakes);
 }
 
-// The speed bonus's measurement: the student's function and MPI's own collective on the same
-// floats, timed in turns (which one goes first alternates), after one warm-up of each. A
-// timing is the slowest rank's, between barriers. Rank 0 records the times in seconds ("mine
-// i", "mpi i") and every rank how many of its elements differ from MPI's result ("wrong").
+// The speed bonus's measurement: the student's function against MPI's own collective on
+// floats, in turns (which one goes first alternates), after one warm-up of each. Every turn
+// has inputs of its own (values drawn for it, new buffers, dst filled with NaN first) and every
+// result is compared with MPI's on the same input, so a call that remembers an earlier input,
+// or returns before its work is done, is caught. The student's call runs on a sealed thread of
+// its own; MPI's turn on this, the main thread, which student code never runs on, once the
+// state student code could leave it has been checked (ProcessState). A timing is the slowest
+// rank's, between barriers. Rank 0 records the times in seconds ("mine i", "mpi i"), every
+// rank how many of its elements differed from MPI's ("wrong") and what the student's calls
+// changed (an error).
 template <class Mine, class Mpi>
 void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi&& mpi) {
   const TestCase& test = context.test;
   MPI_Comm comm = context.world.handle();
   const int r = context.world.Get_rank();
-  const xt::xtensor<float, 1> src = random_src<float>(context, r, count);
-  auto dst_mine = xt::xtensor<float, 1>::from_shape({count});
-  auto dst_mpi = dst_mine;
-  auto timed = [&](auto& call, xt::xtensor<float, 1>& dst) {
-    MPI_Barrier(comm);
-    const double start = MPI_Wtime();
-    call(src, dst);
-    double seconds = MPI_Wtime() - start;
+  const ProcessState before = ProcessState::now();
+  std::string changed;
+  auto slowest = [&](double seconds) {
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
     return seconds;
   };
-  timed(mine, dst_mine);
-  timed(mpi, dst_mpi);
+  auto time_mine = [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+    double seconds = 0;
+    run_on_student_thread(
+        [&] {
+          MPI_Barrier(comm);
+          const double start = MPI_Wtime();
+          {
+            StudentCall watched;
+            mine(src, dst);
+          }
+          seconds = MPI_Wtime() - start;
+        },
+        /*sealed=*/true);
+    if (changed.empty()) changed = ProcessState::now().changes_since(before);
+    return slowest(seconds);
+  };
+  auto time_mpi = [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
+    MPI_Barrier(comm);
+    const double start = MPI_Wtime();
+    mpi(src, dst);
+    return slowest(MPI_Wtime() - start);
+  };
+  long long wrong = 0;
   std::vector<double> mine_seconds, mpi_seconds;
-  for (int i = 0; i < test.repetitions; ++i) {
-    if (i % 2 == 0) {
-      mine_seconds.push_back(timed(mine, dst_mine));
-      mpi_seconds.push_back(timed(mpi, dst_mpi));
+  for (int turn = -1; turn < test.repetitions; ++turn) {  // turn -1: the warm-up
+    const auto src = random_src<float>(context, r, count, ", timing " + std::to_string(turn));
+    xt::xtensor<float, 1> dst_mine = xt::xtensor<float, 1>::from_shape({count});
+    xt::xtensor<float, 1> dst_mpi = dst_mine;
+    dst_mine.fill(std::numeric_limits<float>::quiet_NaN());
+    dst_mpi.fill(std::numeric_limits<float>::quiet_NaN());
+    double mine_time = 0, mpi_time = 0;
+    if (turn % 2 == 0) {
+      mine_time = time_mine(src, dst_mine);
+      mpi_time = time_mpi(src, dst_mpi);
     } else {
-      mpi_seconds.push_back(timed(mpi, dst_mpi));
-      mine_seconds.push_back(timed(mine, dst_mine));
+      mpi_time = time_mpi(src, dst_mpi);
+      mine_time = time_mine(src, dst_mine);
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const float expected = dst_mpi(i);
+      wrong += !(std::fabs(dst_mine(i) - expected) <= 1e-4f * std::max(1.0f, std::fabs(expected)));
+    }
+    if (turn >= 0) {
+      mine_seconds.push_back(mine_time);
+      mpi_seconds.push_back(mpi_time);
     }
   }
-  long long wrong = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    wrong += std::fabs(dst_mine(i) - dst_mpi(i)) > 1e-4f * std::max(1.0f, std::fabs(dst_mpi(i)));
   context.out.note(std::to_string(test.p) + " ranks, " + std::to_string(test.bytes) +
-                   " bytes of floats, " + std::to_string(test.repetitions) + " timings of each");
+                   " bytes of floats, " + std::to_string(test.repetitions) +
+                   " timings of each, each on inputs of its own");
   context.out.integer("wrong", wrong);
+  if (!changed.empty()) context.out.error("its call left the process changed: " + changed);
   if (r != 0) return;
   for (int i = 0; i < test.repetitions; ++i) {
     context.out.real("mine " + std::to_string(i), mine_seconds[i]);

@@ -1,9 +1,9 @@
 // The MPI functions the runner watches. The runner executable defines them, so the dynamic
-// linker binds the student library's calls here first; each one reports the call unless the
-// manifest allows it, then does what was asked through the profiling interface (PMPI_*), so the
-// test still runs to its end and only the judge decides. Which calls are allowed is the
-// manifest's decision alone; this file only lists the calls that can be watched. The symbol
-// audit catches direct PMPI_* calls.
+// linker binds the student library's calls here first (and the Communicator's, compiled into
+// the runner); each one reports the call unless the manifest allows it, then does what was
+// asked through the profiling interface (PMPI_*), so the test still runs to its end and only
+// the judge decides. Which calls are allowed is the manifest's decision alone; this file only
+// lists the calls that can be watched. The symbol audit catches direct PMPI_* calls.
 #include <mpi.h>
 
 #include <map>
@@ -15,56 +15,182 @@
 
 namespace dtk::grade {
 namespace {
-std::map<std::string, std::set<std::string>>& rules() {
-  static std::map<std::string, std::set<std::string>> by_function;
+
+using Rules = std::map<std::string, std::set<std::string>>;
+Rules& mpi_rules() {
+  static Rules by_function;
+  return by_function;
+}
+Rules& communicator_rules() {
+  static Rules by_function;
   return by_function;
 }
 
-const std::set<std::string>* current_rules = nullptr;  // the function under test's
+const std::set<std::string>* current_mpi_rules = nullptr;           // the function under test's
+const std::set<std::string>* current_communicator_rules = nullptr;  // likewise
+std::string current_function;
+
+// The student call running on this thread, if any, and where its bytes go.
+thread_local bool in_student_call = false;
+thread_local Traffic* student_traffic = nullptr;
 
 bool is_allowed_mpi_call(const char* call) {
-  return current_rules != nullptr && current_rules->count(call) != 0;
+  return current_mpi_rules != nullptr && current_mpi_rules->count(call) != 0;
 }
+
+// The Communicator call that makes MPI call `call` (communicator.cpp), or "".
+std::string communicator_call_of(const std::string& call) {
+  static const std::map<std::string, std::string> calls = {
+      {"MPI_Send", "Send"},
+      {"MPI_Recv", "Recv"},
+      {"MPI_Sendrecv", "Sendrecv"},
+      {"MPI_Barrier", "Barrier"},
+      {"MPI_Allreduce", "Allreduce"},
+      {"MPI_Allgather", "Allgather"},
+      {"MPI_Reduce_scatter_block", "Reduce_scatter"},
+      {"MPI_Alltoall", "Alltoall"},
+      {"MPI_Alltoallv", "Alltoallv"},
+      {"MPI_Comm_split", "Split"}};
+  const auto found = calls.find(call);
+  return found == calls.end() ? "" : found->second;
+}
+
+// Rank `rank` of `comm` as a rank of MPI_COMM_WORLD.
+int world_rank_of(MPI_Comm comm, int rank) {
+  MPI_Group group, world;
+  PMPI_Comm_group(comm, &group);
+  PMPI_Comm_group(MPI_COMM_WORLD, &world);
+  int world_rank = MPI_UNDEFINED;
+  PMPI_Group_translate_ranks(group, 1, &rank, world, &world_rank);
+  PMPI_Group_free(&group);
+  PMPI_Group_free(&world);
+  return world_rank;
+}
+
+int own_rank(MPI_Comm comm) {
+  int rank = 0;
+  PMPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+void count_sent(MPI_Comm comm, int to, int count, MPI_Datatype type) {
+  if (student_traffic == nullptr || to == MPI_PROC_NULL || to == own_rank(comm)) return;
+  int size = 0;
+  PMPI_Type_size(type, &size);
+  student_traffic->sent_to[world_rank_of(comm, to)] +=
+      static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
+}
+
+void count_received(MPI_Comm comm, const MPI_Status& status, MPI_Datatype type) {
+  if (student_traffic == nullptr || status.MPI_SOURCE == MPI_PROC_NULL ||
+      status.MPI_SOURCE == own_rank(comm))
+    return;
+  int count = 0, size = 0;
+  PMPI_Get_count(&status, type, &count);
+  PMPI_Type_size(type, &size);
+  if (count == MPI_UNDEFINED) return;
+  student_traffic->received_from[world_rank_of(comm, status.MPI_SOURCE)] +=
+      static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(size);
+}
+
+void watch(const char* call, const void* return_address) {
+  if (!is_allowed_mpi_call(call)) report_forbidden_call(call, return_address);
+}
+
 }  // namespace
 
-void allow_mpi_calls(std::map<std::string, std::set<std::string>> by_function) {
-  rules() = std::move(by_function);
+std::uint64_t Traffic::sent() const {
+  std::uint64_t total = 0;
+  for (const auto& [rank, bytes] : sent_to) total += bytes;
+  return total;
+}
+
+std::uint64_t Traffic::received() const {
+  std::uint64_t total = 0;
+  for (const auto& [rank, bytes] : received_from) total += bytes;
+  return total;
+}
+
+StudentCall::StudentCall(Traffic* traffic) {
+  in_student_call = true;
+  student_traffic = traffic;
+}
+
+StudentCall::~StudentCall() {
+  in_student_call = false;
+  student_traffic = nullptr;
+}
+
+void allow_calls(Rules mpi_by_function, Rules communicator_by_function) {
+  mpi_rules() = std::move(mpi_by_function);
+  communicator_rules() = std::move(communicator_by_function);
 }
 
 void apply_rules_of(const std::string& function) {
-  const auto found = rules().find(function);
-  current_rules = found == rules().end() ? nullptr : &found->second;
+  const auto mpi = mpi_rules().find(function);
+  current_mpi_rules = mpi == mpi_rules().end() ? nullptr : &mpi->second;
+  const auto communicator = communicator_rules().find(function);
+  current_communicator_rules =
+      communicator == communicator_rules().end() ? nullptr : &communicator->second;
+  current_function = function;
 }
+
+std::string forbidden_communicator_call(const char* call) {
+  if (!in_student_call || current_communicator_rules == nullptr) return "";
+  const std::string communicator = communicator_call_of(call);
+  if (communicator.empty() || current_communicator_rules->count(communicator)) return "";
+  return "Communicator::" + communicator;
+}
+
+const std::string& function_under_test() { return current_function; }
 
 }  // namespace dtk::grade
 
-#define DTK_FORBID(name, params, args)                                              \
-  extern "C" int MPI_##name params {                                                \
-    if (!dtk::grade::is_allowed_mpi_call("MPI_" #name))                             \
-      dtk::grade::report_forbidden_call("MPI_" #name, __builtin_return_address(0)); \
-    return PMPI_##name args;                                                        \
+#define DTK_FORBID(name, params, args)                            \
+  extern "C" int MPI_##name params {                              \
+    dtk::grade::watch("MPI_" #name, __builtin_return_address(0)); \
+    return PMPI_##name args;                                      \
   }
 
 using Buf = const void*;
 using Dt = MPI_Datatype;
 
-// Point to point.
-DTK_FORBID(Send, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
+// Point to point: what the Communicator's Send, Recv and Sendrecv use also counts the bytes.
+extern "C" int MPI_Send(Buf b, int n, Dt t, int to, int tag, MPI_Comm c) {
+  dtk::grade::watch("MPI_Send", __builtin_return_address(0));
+  const int error = PMPI_Send(b, n, t, to, tag, c);
+  if (error == MPI_SUCCESS) dtk::grade::count_sent(c, to, n, t);
+  return error;
+}
+extern "C" int MPI_Recv(void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Status* s) {
+  dtk::grade::watch("MPI_Recv", __builtin_return_address(0));
+  MPI_Status own;
+  MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
+  const int error = PMPI_Recv(b, n, t, from, tag, c, status);
+  if (error == MPI_SUCCESS) dtk::grade::count_received(c, *status, t);
+  return error;
+}
+extern "C" int MPI_Sendrecv(Buf sb, int sn, Dt st, int to, int stag, void* rb, int rn, Dt rt,
+                            int from, int rtag, MPI_Comm c, MPI_Status* s) {
+  dtk::grade::watch("MPI_Sendrecv", __builtin_return_address(0));
+  MPI_Status own;
+  MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
+  const int error = PMPI_Sendrecv(sb, sn, st, to, stag, rb, rn, rt, from, rtag, c, status);
+  if (error == MPI_SUCCESS) {
+    dtk::grade::count_sent(c, to, sn, st);
+    dtk::grade::count_received(c, *status, rt);
+  }
+  return error;
+}
 DTK_FORBID(Ssend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
 DTK_FORBID(Bsend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
 DTK_FORBID(Rsend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
-DTK_FORBID(Recv, (void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Status* s),
-           (b, n, t, from, tag, c, s))
 DTK_FORBID(Isend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r),
            (b, n, t, to, tag, c, r))
 DTK_FORBID(Issend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r),
            (b, n, t, to, tag, c, r))
 DTK_FORBID(Irecv, (void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Request* r),
            (b, n, t, from, tag, c, r))
-DTK_FORBID(Sendrecv,
-           (Buf sb, int sn, Dt st, int to, int stag, void* rb, int rn, Dt rt, int from, int rtag,
-            MPI_Comm c, MPI_Status* s),
-           (sb, sn, st, to, stag, rb, rn, rt, from, rtag, c, s))
 DTK_FORBID(Sendrecv_replace,
            (void* b, int n, Dt t, int to, int stag, int from, int rtag, MPI_Comm c, MPI_Status* s),
            (b, n, t, to, stag, from, rtag, c, s))
@@ -130,6 +256,9 @@ DTK_FORBID(Igather,
 DTK_FORBID(Ialltoall, (Buf sb, int sn, Dt st, void* rb, int rn, Dt rt, MPI_Comm c, MPI_Request* r),
            (sb, sn, st, rb, rn, rt, c, r))
 DTK_FORBID(Ibarrier, (MPI_Comm c, MPI_Request* r), (c, r))
+
+// Communicators (the Communicator's Split).
+DTK_FORBID(Comm_split, (MPI_Comm c, int color, int key, MPI_Comm* out), (c, color, key, out))
 
 // One-sided communication starts with a window; processes can also be spawned.
 DTK_FORBID(Win_create, (void* b, MPI_Aint n, int u, MPI_Info i, MPI_Comm c, MPI_Win* w),

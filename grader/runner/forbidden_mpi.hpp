@@ -1,25 +1,59 @@
-// Run-time detection of MPI calls outside the allowed ones (PMPI interposition).
+// What the runner watches of MPI at run time (PMPI interposition): the MPI calls a student's
+// code makes outside the allowed ones, the Communicator calls it makes outside the allowed ones
+// (a collective reached through a helper in another student file, say), and the bytes its
+// point-to-point messages carry between ranks.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 
 namespace dtk::grade {
 
-// The MPI calls the manifest allows the code of each graded function ("allowed_mpi", passed by
-// dtk-grade as --allowed-mpi FUNCTION=CALL,...): a trapped call allowed to the function under
-// test is forwarded without a record. Called once, before any test runs.
-void allow_mpi_calls(std::map<std::string, std::set<std::string>> by_function);
+// The MPI calls (allowed_mpi) and the Communicator calls (allowed_communicator) the manifest
+// allows the code of each graded function, passed by dtk-grade as --allowed-mpi and
+// --allowed-communicator FUNCTION=CALL,...: a watched call allowed to the function under test
+// is forwarded without a record. Called once, before any test runs.
+void allow_calls(std::map<std::string, std::set<std::string>> mpi_by_function,
+                 std::map<std::string, std::set<std::string>> communicator_by_function);
 
 // The test about to run checks `function`: its rules apply until the next call ("": no test
 // runs, every trapped call is recorded... or ignored when the runner itself makes it).
 void apply_rules_of(const std::string& function);
 
+// Bytes of point-to-point messages between this rank and other ranks (world ranks) during a
+// student call, as MPI delivered them. A rank's messages to itself are not counted.
+struct Traffic {
+  std::map<int, std::uint64_t> sent_to, received_from;
+  std::uint64_t sent() const;
+  std::uint64_t received() const;
+};
+
+// Marks the student's call on this thread while it lives: the Communicator's MPI calls are then
+// the student's, checked against the function's allowed_communicator, and the bytes of its
+// point-to-point messages go to `traffic` (when given). Outside one, the Communicator's calls
+// are the runner's own.
+class StudentCall {
+ public:
+  explicit StudentCall(Traffic* traffic = nullptr);
+  ~StudentCall();
+  StudentCall(const StudentCall&) = delete;
+  StudentCall& operator=(const StudentCall&) = delete;
+};
+
+// Inside a StudentCall: "Communicator::<call>" when MPI call `call`, made by the Communicator,
+// is a Communicator call the function under test may not make; "" otherwise.
+std::string forbidden_communicator_call(const char* call);
+
+// The function whose rules apply now (apply_rules_of's).
+const std::string& function_under_test();
+
 // Called by every interposed MPI function the manifest does not allow, before it forwards to
 // PMPI_*. Records the call in the current test's output unless the caller is the runner's own
 // executable (the provided helpers, e.g. print_in_rank_order, use MPI_Gather; student code
-// lives in libdtk_student.so).
+// lives in libdtk_student.so) outside a StudentCall; inside one, the runner's Communicator
+// calls are the student's.
 void report_forbidden_call(const char* call, const void* return_address);
 
 }  // namespace dtk::grade

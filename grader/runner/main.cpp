@@ -1,7 +1,8 @@
 // dtk-grade-runner: runs hidden test cases and writes what it finds, one file per rank.
 //
 //   mpirun -n N dtk-grade-runner --out DIR --configs DIR --work DIR --test-seconds T
-//                                [--allowed-mpi FUNCTION=CALL,...]... TEST_ID...
+//                                [--allowed-mpi FUNCTION=CALL,...]...
+//                                [--allowed-communicator FUNCTION=CALL,...]... TEST_ID...
 //   dtk-grade-runner --write-checks FILE   (the build: checks.json, see check_registry.hpp)
 //
 // DIR/key, which dtk-grade writes, holds the launch's record key and the seed (never in argv,
@@ -12,6 +13,8 @@
 // judges nothing: the grader compares these files with the ones the same runner writes when linked
 // with the reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends
 // the process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
+// Student code runs on threads of its own (student_thread.hpp), sealed for the tests of
+// functions that communicate.
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -36,6 +39,7 @@
 
 #include "check_context.hpp"
 #include "forbidden_mpi.hpp"
+#include "student_thread.hpp"
 
 namespace dtk::grade {
 namespace {
@@ -44,7 +48,8 @@ struct Options {
   std::uint64_t seed = 0;
   std::string out_dir, configs_dir, work_dir;
   int test_seconds = 0;  // required: dtk-grade passes the manifest's
-  std::map<std::string, std::set<std::string>> allowed_mpi;  // likewise, by function
+  // Likewise, by function: the MPI calls and the Communicator calls its code may make.
+  std::map<std::string, std::set<std::string>> allowed_mpi, allowed_communicator;
   std::vector<std::string> tests;
 };
 
@@ -61,10 +66,11 @@ Options parse_options(int argc, char** argv) {
       options.work_dir = argv[++i];
     } else if (arg == "--test-seconds" && has_value) {
       options.test_seconds = std::atoi(argv[++i]);
-    } else if (arg == "--allowed-mpi" && has_value) {
+    } else if ((arg == "--allowed-mpi" || arg == "--allowed-communicator") && has_value) {
       const std::string rule = argv[++i];
       const std::size_t equals = rule.find('=');
-      std::set<std::string>& calls = options.allowed_mpi[rule.substr(0, equals)];
+      auto& rules = arg == "--allowed-mpi" ? options.allowed_mpi : options.allowed_communicator;
+      std::set<std::string>& calls = rules[rule.substr(0, equals)];
       std::istringstream list(equals == std::string::npos ? "" : rule.substr(equals + 1));
       for (std::string call; std::getline(list, call, ',');) calls.insert(call);
     } else {
@@ -79,20 +85,13 @@ Options parse_options(int argc, char** argv) {
 }
 
 RecordWriter* current_test = nullptr;  // where forbidden calls are recorded
-char output_path[4096];                // this rank's record file, for the signal handler
 volatile std::sig_atomic_t in_test = 0;
+// What static initializers of the submission left behind (take_over_process): charged to
+// every test, as forbidden calls of the code under test.
+std::vector<std::string> before_main;
 
-// A rank that dies in a test says so in its file first: the grader then stops the launch at
-// once instead of waiting for mpirun to notice (a second or two). Async-signal-safe.
-void write_marker(const char* line) {
-  const int fd = open(output_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;  // the grader sees an unfinished test either way
-  if (write(fd, line, std::strlen(line)) < 0) {
-    // Likewise.
-  }
-  close(fd);
-}
-
+// A rank that dies in a test says so in its file first (write_marker): the grader then stops
+// the launch at once instead of waiting for mpirun to notice (a second or two).
 struct sigaction previous[NSIG];
 
 void on_fatal_signal(int signal) {
@@ -168,12 +167,21 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   out.begin(id);
   apply_rules_of(test.function);
   current_test = &out;
+  for (const std::string& problem : before_main)
+    out.forbidden(problem, "a static initializer of the submission, before main");
   in_test = 1;
   watchdog.arm();
   try {
     CheckContext context{test, options.seed,        Communicator(test_comm),
                          out,  options.configs_dir, options.work_dir};
-    check_function(test.function)(context);
+    if (test.is_speed()) {
+      // The speed bonus's check runs each student call on a thread of its own, and MPI's
+      // turns here.
+      check_function(test.function)(context);
+    } else {
+      run_on_student_thread([&] { check_function(test.function)(context); },
+                            /*sealed=*/test.check().collective);
+    }
   } catch (const std::exception& error) {
     out.error(error.what());
   } catch (...) {
@@ -225,7 +233,14 @@ void report_forbidden_call(const char* call, const void* return_address) {
     return self.dli_fbase;
   }();
   Dl_info caller{};
-  if (dladdr(return_address, &caller) == 0 || caller.dli_fbase == runner_base) return;
+  if (dladdr(return_address, &caller) == 0) return;
+  if (caller.dli_fbase == runner_base) {
+    // The runner's code: the Communicator's, when a student call made it.
+    const std::string communicator = forbidden_communicator_call(call);
+    if (!communicator.empty() && current_test != nullptr)
+      current_test->forbidden(communicator, "dtk::" + function_under_test() + ", at run time");
+    return;
+  }
   std::string where = caller.dli_fname ? caller.dli_fname : "unknown code";
   if (caller.dli_sname != nullptr) {
     int status = 0;
@@ -254,13 +269,16 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  MPI_Init(&argc, &argv);
+  before_main = take_over_process();
+  // MPI calls come from the tests' threads, one at a time.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   const Options options = parse_options(argc, argv);
-  allow_mpi_calls(options.allowed_mpi);
+  allow_calls(options.allowed_mpi, options.allowed_communicator);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
-  std::snprintf(output_path, sizeof output_path, "%s", path.c_str());
+  set_marker_file(path);
   std::unique_ptr<RecordWriter> writer;
   Options rank_options = options;
   rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);

@@ -154,67 +154,108 @@ std::string demangle(const std::string& symbol) {
   return status == 0 ? std::string(name.get()) : symbol;
 }
 
-Audit audit_object(const std::string& readelf, const std::vector<std::string>& functions,
-                   const AuditRules& rules) {
-  const auto sections = section_names(readelf);
-  const auto symbols = symbols_of(readelf, sections);
-  const auto references = references_of(readelf);
-  std::map<std::string, std::string> section_of;  // defined symbol -> its section
-  Audit audit;
-  std::map<std::string, std::string> forbidden_anywhere;  // symbol -> how it is reported
-  std::set<std::string> replaced;
-  for (const Symbol& symbol : symbols) {
-    if (!symbol.section.empty()) {
-      section_of[symbol.name] = symbol.section;
+namespace {
+
+// One object's listing, parsed.
+struct Listing {
+  std::string file;
+  std::vector<Symbol> symbols;
+  std::map<std::string, std::set<std::string>> references;  // section -> symbols it names
+  std::map<std::string, std::string> section_of;            // defined symbol -> its section
+};
+
+Listing parse_listing(const AuditedObject& object) {
+  Listing listing;
+  listing.file = object.file;
+  listing.symbols = symbols_of(object.readelf, section_names(object.readelf));
+  listing.references = references_of(object.readelf);
+  for (const Symbol& symbol : listing.symbols) {
+    if (!symbol.section.empty()) listing.section_of[symbol.name] = symbol.section;
+  }
+  return listing;
+}
+
+// A section of one of the objects.
+using Place = std::pair<std::size_t, std::string>;  // (object index, section)
+
+}  // namespace
+
+std::map<std::string, Audit> audit_library(const std::vector<AuditedObject>& objects,
+                                           const std::vector<GradedFunction>& functions) {
+  std::vector<Listing> listings;
+  for (const AuditedObject& object : objects) listings.push_back(parse_listing(object));
+  // What the dynamic linker binds an undefined name to: the objects' exported definitions.
+  std::map<std::string, std::vector<Place>> exported;
+  std::map<std::string, Audit> audits;
+  for (std::size_t o = 0; o < listings.size(); ++o) {
+    Audit& audit = audits[listings[o].file];
+    for (const Symbol& symbol : listings[o].symbols) {
+      if (symbol.section.empty()) continue;
       audit.defined.insert(demangle(symbol.name));
-    }
-    // Defining a library's function (MPI_Send, dladdr, ...) replaces the library's own for the
-    // whole process: it costs every graded function of the file.
-    if (interposes(symbol)) {
-      replaced.insert(symbol.name);
-    } else if (const std::string reported = forbidden_as(symbol.name, rules); !reported.empty()) {
-      forbidden_anywhere[symbol.name] = reported;
+      if (symbol.exported) exported[symbol.name].push_back({o, symbol.section});
     }
   }
 
-  std::set<std::string> attributed;
-  for (const std::string& function : functions) {
-    // Depth-first over sections, from the sections of the function's definitions.
-    std::vector<std::string> stack;
-    std::set<std::string> seen;
-    for (const Symbol& symbol : symbols) {
-      if (!symbol.section.empty() && names_function(demangle(symbol.name), function)) {
-        stack.push_back(symbol.section);
+  // Depth-first over sections, from each function's definitions in its own file, into any
+  // object; each forbidden name on the way is charged to the function, under its own rules.
+  std::set<std::pair<std::size_t, std::string>> reached;  // (object, name) some function reaches
+  for (const GradedFunction& function : functions) {
+    std::vector<Place> stack;
+    std::set<Place> seen;
+    for (std::size_t o = 0; o < listings.size(); ++o) {
+      if (listings[o].file != function.file) continue;
+      for (const Symbol& symbol : listings[o].symbols) {
+        if (!symbol.section.empty() && names_function(demangle(symbol.name), function.name))
+          stack.push_back({o, symbol.section});
       }
     }
     while (!stack.empty()) {
-      const std::string section = stack.back();
+      const Place place = stack.back();
       stack.pop_back();
-      if (!seen.insert(section).second) continue;
-      const auto refs = references.find(section);
-      if (refs == references.end()) continue;
+      if (!seen.insert(place).second) continue;
+      const Listing& listing = listings[place.first];
+      const auto refs = listing.references.find(place.second);
+      if (refs == listing.references.end()) continue;
       for (const std::string& name : refs->second) {
-        if (const auto forbidden = forbidden_anywhere.find(name);
-            forbidden != forbidden_anywhere.end()) {
-          audit.forbidden[function].insert(forbidden->second);
-          attributed.insert(name);
+        reached.insert({place.first, name});
+        if (const std::string reported = forbidden_as(name, function.rules); !reported.empty())
+          audits[function.file].forbidden[function.name].insert(reported);
+        if (const auto local = listing.section_of.find(name); local != listing.section_of.end()) {
+          stack.push_back({place.first, local->second});
+        } else if (const auto elsewhere = exported.find(name); elsewhere != exported.end()) {
+          stack.insert(stack.end(), elsewhere->second.begin(), elsewhere->second.end());
+        } else {
+          stack.push_back({place.first, name});  // a relocation against a section names it
         }
-        const auto defined = section_of.find(name);
-        stack.push_back(defined != section_of.end() ? defined->second : name);
       }
     }
   }
-  for (const auto& [name, reported] : forbidden_anywhere) {
-    if (attributed.count(name)) continue;
-    for (const std::string& function : functions) audit.forbidden[function].insert(reported);
-  }
-  for (const std::string& name : replaced) {
-    for (const std::string& function : functions) {
-      audit.forbidden[function].insert("a definition of " + demangle(name) +
-                                       ", which replaces the library's own");
+
+  // What no graded function reaches counts against every function of its file: a forbidden
+  // name (under that function's rules), or a definition that replaces a library's function.
+  for (std::size_t o = 0; o < listings.size(); ++o) {
+    Audit& audit = audits[listings[o].file];
+    for (const GradedFunction& function : functions) {
+      if (function.file != listings[o].file) continue;
+      for (const Symbol& symbol : listings[o].symbols) {
+        if (interposes(symbol)) {
+          audit.forbidden[function.name].insert("a definition of " + demangle(symbol.name) +
+                                                ", which replaces the library's own");
+        } else if (!reached.count({o, symbol.name})) {
+          const std::string reported = forbidden_as(symbol.name, function.rules);
+          if (!reported.empty()) audit.forbidden[function.name].insert(reported);
+        }
+      }
     }
   }
-  return audit;
+  return audits;
+}
+
+Audit audit_object(const std::string& readelf, const std::vector<std::string>& functions,
+                   const AuditRules& rules) {
+  std::vector<GradedFunction> graded;
+  for (const std::string& function : functions) graded.push_back({function, "", rules});
+  return audit_library({{"", readelf}}, graded)[""];
 }
 
 bool defines_function(const Audit& audit, const std::string& function, const std::string& type) {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "files.hpp"
 #include "hand_ins.hpp"
+#include "report.hpp"
 #include "similarity.hpp"
 #include "summary_page.hpp"
 #include "text.hpp"
@@ -88,12 +90,13 @@ std::string student_dir(const std::string& out, const HandIn& hand_in) {
   return out + "/students/" + hand_in.student;
 }
 
-// The command grading one hand-in: this very program, one submission, the batch's options. The
+// The command grading one hand-in: this very program, one submission, the batch's options;
+// `extra`: --expected-cache DIR and --bonus-later for a grading, --bonus-only for a bonus. The
 // class's hand-ins and results are private to the grading: hidden from its sandbox, or, where
 // they cannot be hidden and the sandbox could read them, the grading refuses.
 std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
                                          const std::string& out, std::uint64_t seed, int slot,
-                                         const std::string& cache) {
+                                         const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(),
                                    hand_in.path,
                                    "--results",
@@ -101,11 +104,10 @@ std::vector<std::string> grading_command(const Options& options, const HandIn& h
                                    "--seed",
                                    std::to_string(seed),
                                    "--slot",
-                                   std::to_string(slot),
-                                   "--expected-cache",
-                                   cache};
+                                   std::to_string(slot)};
   for (const std::string& path : {options.batch, out, hand_in.path})
     argv.insert(argv.end(), {"--private", path});
+  argv.insert(argv.end(), extra.begin(), extra.end());
   if (options.assignment)
     argv.insert(argv.end(), {"--assignment", std::to_string(*options.assignment)});
   if (!options.manifest.empty()) argv.insert(argv.end(), {"--manifest", options.manifest});
@@ -116,15 +118,17 @@ std::vector<std::string> grading_command(const Options& options, const HandIn& h
   return argv;
 }
 
-// Starts `argv` with its stdout and stderr in `output`; returns its pid.
-pid_t start(const std::vector<std::string>& argv, const std::string& output) {
+// Starts `argv` with its stdout and stderr in `output` (appended to with `append`); returns
+// its pid.
+pid_t start(const std::vector<std::string>& argv, const std::string& output, bool append = false) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot start a grading: fork failed");
   if (pid == 0) {
-    const int fd = create_file(output, 0600);
+    const int fd = append ? open(output.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+                          : create_file(output, 0600);
     if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
     execv(args[0], args.data());
     _exit(127);
@@ -210,7 +214,7 @@ GradebookRow read_row(const std::string& student, const std::string& dir,
     const double score = test.value("score", 0.0), max_score = test.value("max_score", 0.0);
     int part = 0;
     if (std::sscanf(name.c_str(), "Part %d |", &part) != 1) continue;
-    if (name.size() >= 13 && name.compare(name.size() - 13, 13, ": speed bonus") == 0) {
+    if (is_speed_bonus_test(name)) {
       row.bonus += score;
       continue;
     }
@@ -294,8 +298,11 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
       fs::create_directories(dir);
       const int slot = free_slots.back();
       free_slots.pop_back();
+      // A task of a job array has CPUs of its own: it times its bonus itself.
+      std::vector<std::string> extra = {"--expected-cache", cache};
+      if (!options.task) extra.push_back("--bonus-later");
       const pid_t pid =
-          start(grading_command(options, hand_in, out, seed, slot, cache), dir + "/output.txt");
+          start(grading_command(options, hand_in, out, seed, slot, extra), dir + "/output.txt");
       running[pid] = {&hand_in, slot, Clock::now()};
     }
     int wait_status = 0;
@@ -313,6 +320,56 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
     progress.update(static_cast<int>(running.size()), status != "graded");
   }
   progress.finish();
+}
+
+// The state of a graded hand-in's speed bonus (results.json's extra_data.speed_bonus): "" when
+// it has none to time.
+std::string bonus_state(const std::string& dir) {
+  const json results = read_json(dir + "/results.json");
+  if (!results.is_object() || !results.contains("extra_data")) return "";
+  const json& extra = results["extra_data"];
+  return extra.is_object() ? extra.value("speed_bonus", "") : "";
+}
+
+// The speed bonuses the gradings left pending (or an earlier run deferred), timed one at a time
+// with nothing else of the batch running, so that a hand-in's bonus never depends on its
+// neighbours. Returns how many are still deferred (the machine was busy).
+int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
+                 const std::string& out, std::uint64_t seed, std::ostream& log) {
+  std::vector<const HandIn*> to_time;
+  for (const HandIn& hand_in : hand_ins) {
+    const std::string state = bonus_state(student_dir(out, hand_in));
+    if (state == "pending" || state == "deferred") to_time.push_back(&hand_in);
+  }
+  if (to_time.empty()) return 0;
+  log << "Timing the speed bonus of " << to_time.size() << " hand-in"
+      << (to_time.size() == 1 ? "" : "s") << ", one at a time..." << std::endl;
+  int deferred = 0;
+  for (std::size_t i = 0; i < to_time.size(); ++i) {
+    const std::string dir = student_dir(out, *to_time[i]);
+    const pid_t pid = start(grading_command(options, *to_time[i], out, seed, /*slot=*/0,
+                                            {"--bonus-only"}),
+                            dir + "/output.txt", /*append=*/true);
+    int wait_status = 0;
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    if (status_of(wait_status) != "graded") {
+      log << "dtk-grade: timing the speed bonus of " << shown_name(to_time[i]->student)
+          << " failed: see its output.txt\n";
+    }
+    deferred += bonus_state(dir) != "timed";
+    if (isatty(STDOUT_FILENO)) {
+      log << "\r[" << i + 1 << "/" << to_time.size() << "] " << deferred << " deferred\033[K"
+          << std::flush;
+    }
+  }
+  if (isatty(STDOUT_FILENO)) log << "\n";
+  if (deferred > 0) {
+    log << "dtk-grade: " << deferred << " speed bonus" << (deferred == 1 ? " was" : "es were")
+        << " not timed: the machine was busy (their results.json say so), or the grader "
+           "failed. Run the same command again when the machine is idle to time them.\n";
+  }
+  return deferred;
 }
 
 }  // namespace
@@ -363,6 +420,7 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
       << " graded before), " << options.jobs << " at a time, seed " << seed << "; results in "
       << shown_name(out) << "\n";
   run_gradings(options, to_grade, hand_ins.size(), out, seed, log);
+  time_bonuses(options, hand_ins, out, seed, log);
 
   std::vector<GradebookRow> rows;
   for (const HandIn& hand_in : hand_ins)

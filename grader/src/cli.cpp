@@ -7,9 +7,10 @@ namespace dtk::grade {
 std::string usage_text(const std::string& assignments) {
   return "usage: dtk-grade SUBMISSION [--assignment N] [--results FILE] [--public-only]\n"
          "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
-         "                 [--keep-scratch] [--no-sandbox]\n"
+         "                 [--keep-scratch] [--no-sandbox] [--bonus-later | --bonus-only]\n"
          "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
          "                 [--similarity] [--assignment N] [--seed N] [--manifest FILE] ...\n"
+         "       dtk-grade --list-checks\n"
          "\n"
          "Grades one submission: SUBMISSION is a handin.tar or a directory holding the student\n"
          "files of the assignment (listed in starter/handin/assignment<N>.txt). Writes\n"
@@ -27,16 +28,24 @@ std::string usage_text(const std::string& assignments) {
          "  --manifest FILE    parts, points and cases (default: the build's copy of\n"
          "                     grader/manifests/assignment<N>.json); it names its assignment\n"
          "  --keep-scratch     keep the scratch directory (its path is printed)\n"
-         "  --list-checks      print every hidden check with its part, kind of case, ranks and\n"
-         "                     rubric items (from the kit's manifests), and grade nothing\n"
          "  --no-sandbox       grade without the sandbox user, as the caller (needed when not\n"
          "                     root): the submission can then read whatever you can, the\n"
          "                     reference and the expected outputs included; trusted code only\n"
+         "  --bonus-later      do not time the speed bonus (assignment 2): results.json says it is\n"
+         "                     pending; time it later with --bonus-only\n"
+         "  --bonus-only       time only the speed bonus of SUBMISSION, already graded in\n"
+         "                     --results FILE (its pending or deferred bonus, or again), and put\n"
+         "                     it there. The bonus is timed only on an idle machine: when other\n"
+         "                     programs keep it busy, it is deferred (said so), never guessed\n"
+         "  --list-checks      print every hidden check with its part, kind of case, ranks and\n"
+         "                     rubric items (from the kit's manifests), and grade nothing\n"
          "\n"
          "A whole class: --batch DIR grades every hand-in under DIR, one sub-directory or .tar "
          "per\n"
          "student (or Gradescope's \"Export Submissions\" folder, with its\n"
-         "submission_metadata.yml), with one seed for all, and writes DIR's results to --out:\n"
+         "submission_metadata.yml), with one seed for all, then times the speed bonuses one at a\n"
+         "time with nothing else running (again, when run again, for those deferred), and writes\n"
+         "DIR's results to --out:\n"
          "  --jobs N           gradings at once, each in its own sandbox (default 1)\n"
          "  --out DIR          <DIR>/students/<student>/results.json and output.txt,\n"
          "                     gradebook.csv and summary.html (default: the hand-ins' directory\n"
@@ -95,6 +104,11 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.list_checks = true;
     } else if (arg == "--no-sandbox") {
       options.no_sandbox = true;
+    } else if (arg == "--bonus-later" || arg == "--bonus-only") {
+      const BonusTiming timing = arg == "--bonus-later" ? BonusTiming::later : BonusTiming::only;
+      if (options.bonus != BonusTiming::now && options.bonus != timing)
+        throw UsageError("--bonus-later and --bonus-only: one or the other");
+      options.bonus = timing;
     } else if (arg == "--timeout") {
       options.timeout_seconds = static_cast<int>(parse_integer(arg, value(), 1, 3600));
     } else if (arg == "--seed") {
@@ -145,10 +159,12 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
   if (!options.batch.empty()) {
     if (!options.submission.empty())
       throw UsageError("--batch grades a directory of hand-ins: give no SUBMISSION with it");
-    if (options.results != "results.json" || options.keep_scratch || options.autolab)
+    if (options.results != "results.json" || options.keep_scratch || options.autolab ||
+        options.bonus != BonusTiming::now)
       throw UsageError(
-          "--results, --keep-scratch and --autolab grade one submission: not with "
-          "--batch (each student's results.json goes to --out)");
+          "--results, --keep-scratch, --autolab, --bonus-later and --bonus-only grade one "
+          "submission: not with --batch (each student's results.json goes to --out, and the "
+          "batch times the bonuses after its gradings)");
     return options;
   }
   if (batch_only) {
@@ -157,6 +173,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
         "DIR");
   }
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
+  if (options.bonus == BonusTiming::only && options.public_only)
+    throw UsageError("--bonus-only times the bonus, which --public-only leaves out");
   return options;
 }
 

@@ -9,6 +9,11 @@
 
 namespace dtk::grade {
 
+// When the speed bonus is timed: after the grading's tests (when the machine is idle, else
+// deferred), left pending for a batch to time after all its gradings (--bonus-later), or alone
+// for a submission already graded (--bonus-only).
+enum class BonusTiming { now, later, only };
+
 struct Options {
   std::string submission;  // a handin.tar or a directory holding the student files
   std::string results = "results.json";
@@ -17,6 +22,7 @@ struct Options {
   bool keep_scratch = false;
   bool list_checks = false;            // --list-checks: print the hidden checks, grade nothing
   bool no_sandbox = false;             // run the submission as the caller (required when not root)
+  BonusTiming bonus = BonusTiming::now;
   std::optional<int> timeout_seconds;  // per group of tests; default from the manifest
   std::optional<std::uint64_t> seed;   // default: a fresh random seed
   std::optional<int> assignment;       // default: the manifest's, else 1

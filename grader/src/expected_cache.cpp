@@ -39,10 +39,19 @@ json to_json(const TestOutput& o) {
   for (const Mistake& m : o.mistakes)
     mistakes.push_back(
         {{"value", m.value}, {"description", m.description}, {"wrong", to_json(m.wrong)}});
-  return {{"complete", o.complete}, {"timed_out", o.timed_out}, {"crash_signal", o.crash_signal},
-          {"exited", o.exited},     {"tampered", o.tampered},   {"notes", o.notes},
-          {"values", values},       {"errors", o.errors},       {"forbidden", o.forbidden},
-          {"mistakes", mistakes},   {"moved", o.moved}};
+  return {{"complete", o.complete},
+          {"timed_out", o.timed_out},
+          {"crash_signal", o.crash_signal},
+          {"exited", o.exited},
+          {"tampered", o.tampered},
+          {"notes", o.notes},
+          {"values", values},
+          {"errors", o.errors},
+          {"forbidden", o.forbidden},
+          {"mistakes", mistakes},
+          {"moved", o.moved},
+          {"received", o.received},
+          {"least_received", o.least_received}};
 }
 
 TestOutput output_of(const json& j) {
@@ -62,6 +71,8 @@ TestOutput output_of(const json& j) {
                           value_of(m.at("wrong"))});
   }
   o.moved = j.at("moved").get<long long>();
+  o.received = j.at("received").get<long long>();
+  o.least_received = j.at("least_received").get<long long>();
   return o;
 }
 

@@ -131,12 +131,13 @@ std::string build_status(const FileBuild& file) {
   return "";
 }
 
-// Audits every compiled file (readelf in the sandbox, all files at once) against the graded
-// functions of each part it holds, under that part's rules.
+// Audits the compiled files as the library they link into (readelf in the sandbox, all files
+// at once): each graded function under its part's rules, following its calls into the other
+// files. A file whose listing is too large is not audited, and its parts cannot run.
 std::map<std::string, Audit> audit_files(const Manifest& manifest, const StudentBuild& build,
                                          const Sandbox& sandbox, const std::string& work,
                                          const std::vector<std::string>& hidden) {
-  std::vector<std::future<std::pair<std::string, Audit>>> pending;
+  std::vector<std::future<std::pair<AuditedObject, std::string>>> pending;
   for (const FileBuild& file : build.files) {
     if (file.status != FileBuild::Status::compiled) continue;
     pending.push_back(std::async(std::launch::async, [&, file] {
@@ -146,53 +147,44 @@ std::map<std::string, Audit> audit_files(const Manifest& manifest, const Student
       command.output_bytes = static_cast<std::size_t>(manifest.audit_output_mb) << 20;
       command.hidden_paths = hidden;
       const Outcome listing = sandbox.run(command);
-      Audit audit;
       if (listing.timed_out || listing.output_size > command.output_bytes) {
-        audit.problem = "its object is too large to audit (readelf lists more than " +
-                        std::to_string(manifest.audit_output_mb) +
-                        " MB of sections, symbols and relocations; the reference's "
-                        "files list under 4 MB)";
-        return std::pair{file.file, audit};
+        return std::pair{AuditedObject{file.file, ""},
+                         "its object is too large to audit (readelf lists more than " +
+                             std::to_string(manifest.audit_output_mb) +
+                             " MB of sections, symbols and relocations; the reference's "
+                             "files list under 4 MB)"};
       }
-      // Every graded function of the file, so that a forbidden call none of them reaches is
-      // charged to them all; each part's functions under that part's rules.
-      std::vector<std::string> functions;
-      for (const Part& part : manifest.parts) {
-        if (part.file == file.file)
-          functions.insert(functions.end(), part.functions.begin(), part.functions.end());
-      }
-      // Parts of one file usually share their rules: the listing is audited once per rule set.
-      std::map<std::pair<std::set<std::string>, std::set<std::string>>, Audit> by_rules;
-      for (const Part& part : manifest.parts) {
-        if (part.file != file.file) continue;
-        const auto key = std::pair{part.allowed_mpi, part.allowed_communicator};
-        auto found = by_rules.find(key);
-        if (found == by_rules.end()) {
-          const AuditRules rules{part.allowed_mpi, part.allowed_communicator,
-                                 manifest.forbidden_symbols};
-          found = by_rules.emplace(key, audit_object(listing.output, functions, rules)).first;
-        }
-        const Audit& under_rules = found->second;
-        audit.defined = under_rules.defined;
-        audit.problem = under_rules.problem;
-        for (const std::string& function : part.functions) {
-          const auto calls = under_rules.forbidden.find(function);
-          if (calls != under_rules.forbidden.end()) audit.forbidden[function] = calls->second;
-        }
-      }
-      return std::pair{file.file, audit};
+      return std::pair{AuditedObject{file.file, listing.output}, std::string()};
     }));
   }
-  std::map<std::string, Audit> audits;
-  for (auto& audit : pending) audits.insert(audit.get());
+  std::vector<AuditedObject> objects;
+  std::map<std::string, std::string> too_large;  // file -> why
+  for (auto& listing : pending) {
+    auto [object, problem] = listing.get();
+    if (problem.empty()) {
+      objects.push_back(std::move(object));
+    } else {
+      too_large[object.file] = problem;
+    }
+  }
+  std::vector<GradedFunction> functions;
+  for (const Part& part : manifest.parts) {
+    const AuditRules rules{part.allowed_mpi, part.allowed_communicator, manifest.forbidden_symbols};
+    for (const std::string& function : part.functions)
+      functions.push_back({function, part.file, rules});
+  }
+  std::map<std::string, Audit> audits = audit_library(objects, functions);
+  for (const auto& [file, problem] : too_large) audits[file].problem = problem;
   return audits;
 }
 
-// The MPI calls each graded function's code may make, as the runner takes them.
-std::map<std::string, std::set<std::string>> allowed_mpi_by_function(const Manifest& manifest) {
+// The MPI calls, or the Communicator calls, each graded function's code may make, as the
+// runner takes them.
+std::map<std::string, std::set<std::string>> by_function(
+    const Manifest& manifest, std::set<std::string> Part::*allowed_calls) {
   std::map<std::string, std::set<std::string>> allowed;
   for (const Part& part : manifest.parts) {
-    for (const std::string& function : part.functions) allowed[function] = part.allowed_mpi;
+    for (const std::string& function : part.functions) allowed[function] = part.*allowed_calls;
   }
   return allowed;
 }
@@ -248,6 +240,129 @@ std::map<std::string, TestRun> run_groups(const Launcher& launcher,
   return results;
 }
 
+// A grading's scratch directory and its sandbox (see make_scratch).
+struct Workspace {
+  std::string scratch;
+  std::unique_ptr<Sandbox> sandbox;
+  std::vector<std::string> hidden;  // the kit's trees, hidden from sandboxed processes
+};
+
+Workspace open_workspace(const Grading& grading, std::string& summary, std::ostream& log) {
+  const Manifest& manifest = grading.manifest;
+  Workspace workspace;
+  workspace.scratch = make_scratch();
+  const std::string& scratch = workspace.scratch;
+  Limits limits;
+  limits.address_space_mb = manifest.address_space_mb;
+  limits.file_size_mb = manifest.file_size_mb;
+  limits.processes = manifest.processes;
+  limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
+  limits.total_memory_mb = manifest.total_memory_mb;
+  limits.disk_mb = manifest.disk_mb;
+  workspace.sandbox =
+      std::make_unique<Sandbox>(limits, scratch, scratch + "/sandbox", !grading.options.no_sandbox,
+                                grading.options.slot, log);
+  for (const char* dir : {"/build", "/runs"}) workspace.sandbox->watch_disk(scratch + dir);
+  workspace.hidden = hidden_paths(grading.toolchain, grading.options, scratch);
+  if (!workspace.sandbox->user().enabled) {
+    summary += "Note: graded with --no-sandbox: the submission ran as the grader's own user.\n";
+  } else {
+    try {
+      refuse_if_readable(*workspace.sandbox, grading, scratch, workspace.hidden);
+    } catch (const std::runtime_error&) {
+      workspace.sandbox.reset();
+      std::error_code error;
+      fs::remove_all(scratch, error);
+      throw;
+    }
+  }
+  return workspace;
+}
+
+// Ends whatever the submission left running and removes the scratch (or keeps it, as asked).
+void close_workspace(Workspace& workspace, const Grading& grading, std::ostream& log) {
+  workspace.sandbox->sweep();
+  if (!grading.options.keep_scratch) remove_sandbox_files(*workspace.sandbox, workspace.scratch);
+  workspace.sandbox.reset();
+  if (grading.options.keep_scratch) {
+    log << "Scratch directory kept: " << workspace.scratch << std::endl;
+  } else {
+    std::error_code error;
+    fs::remove_all(workspace.scratch, error);
+    if (error)
+      log << "dtk-grade: WARNING: cannot remove the scratch directory " << workspace.scratch
+          << ": " << error.message() << std::endl;
+  }
+}
+
+// Reads and compiles the submission into the workspace; each file's fate goes to `summary`.
+StudentBuild build_in(const Grading& grading, const Workspace& workspace, std::string& summary,
+                      std::ostream& log) {
+  const Manifest& manifest = grading.manifest;
+  const Toolchain& toolchain = grading.toolchain;
+  log << "Compiling the submission..." << std::endl;
+  const std::vector<std::string>& graded_files = toolchain.assignment_files.at(manifest.assignment);
+  const Submission submission = read_submission(grading.options.submission, graded_files);
+  for (const std::string& problem : submission.problems)
+    summary += "Submission: " + problem + ".\n";
+  const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
+                                     manifest.compilers_at_once};
+  std::vector<std::string> provided;  // the parts not assigned: the hand-in may lack them
+  for (const int part : manifest.disabled_parts) {
+    const auto objects = toolchain.provided_parts.find(part);
+    if (objects != toolchain.provided_parts.end())
+      provided.insert(provided.end(), objects->second.begin(), objects->second.end());
+  }
+  StudentBuild build =
+      build_submission(toolchain, graded_files, provided, submission, *workspace.sandbox,
+                       workspace.scratch, workspace.hidden, compile_limits);
+  for (const FileBuild& file : build.files)
+    summary += file.file + ": " + build_status(file) + ".\n";
+  return build;
+}
+
+// The launcher of the submission's runner, with the manifest's limits and rules.
+Launcher student_launcher(const Grading& grading, const Workspace& workspace,
+                          const StudentBuild& build) {
+  const Manifest& manifest = grading.manifest;
+  install_readable(grading.toolchain.configs_dir, workspace.scratch + "/read-only/configs");
+  Launcher student;
+  student.sandbox = workspace.sandbox.get();
+  student.runner = build.runner;
+  student.runs_dir = workspace.scratch + "/runs";
+  student.configs_dir = workspace.scratch + "/read-only/configs";
+  student.seed = grading.seed;
+  student.test_seconds = manifest.test_seconds;
+  student.allowed_mpi = by_function(manifest, &Part::allowed_mpi);
+  student.allowed_communicator = by_function(manifest, &Part::allowed_communicator);
+  student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
+  student.hidden_paths = workspace.hidden;
+  return student;
+}
+
+// The speed bonus of each part that has one, into `bonus`, for the functions `graded` shows
+// with all their points: timed alone now that every launch of the grading has ended and the
+// submission's leftovers are gone, or left pending for a batch to time (--bonus-later).
+void speed_bonuses(const Grading& grading, Workspace& workspace, const Launcher& student,
+                   const Report& graded, Report& bonus, std::ostream& log) {
+  Launcher timing = student;
+  timing.test_seconds = grading.manifest.group_seconds;  // for the whole measurement
+  timing.group_seconds = 3 * grading.manifest.group_seconds;
+  const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  workspace.sandbox->sweep();
+  for (const Part& part : grading.manifest.parts) {
+    if (!part.speed_bonus) continue;
+    const std::vector<std::string> eligible = eligible_for_bonus(part, graded);
+    if (grading.options.bonus == BonusTiming::later) {
+      score_speed_bonus(part, pending_speed(eligible), bonus);
+      continue;
+    }
+    if (!eligible.empty())
+      log << "Timing the speed bonus of Part " << part.number << "..." << std::endl;
+    score_speed_bonus(part, measure_speed(*part.speed_bonus, eligible, timing, cores), bonus);
+  }
+}
+
 }  // namespace
 
 Report grade_submission(const Grading& grading, std::ostream& log) {
@@ -261,42 +376,21 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   std::vector<TestCase> all_tests;
   for (const Planned& planned : plan) all_tests.push_back(planned.test);
 
-  const std::string scratch = make_scratch();
-  Limits limits;
-  limits.address_space_mb = manifest.address_space_mb;
-  limits.file_size_mb = manifest.file_size_mb;
-  limits.processes = manifest.processes;
-  limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
-  limits.total_memory_mb = manifest.total_memory_mb;
-  limits.disk_mb = manifest.disk_mb;
-  auto sandbox = std::make_unique<Sandbox>(limits, scratch, scratch + "/sandbox",
-                                           !grading.options.no_sandbox, grading.options.slot, log);
-  for (const char* dir : {"/build", "/runs"}) sandbox->watch_disk(scratch + dir);
-  const std::vector<std::string> hidden = hidden_paths(toolchain, grading.options, scratch);
-  if (!sandbox->user().enabled) {
-    summary += "Note: graded with --no-sandbox: the submission ran as the grader's own user.\n";
-  } else {
-    try {
-      refuse_if_readable(*sandbox, grading, scratch, hidden);
-    } catch (const std::runtime_error&) {
-      sandbox.reset();
-      std::error_code error;
-      fs::remove_all(scratch, error);
-      throw;
-    }
-  }
+  Workspace workspace = open_workspace(grading, summary, log);
+  const std::string& scratch = workspace.scratch;
 
   // The reference runs, as the grader, while the submission compiles: one launch on as many
   // ranks as the largest test (smaller tests use the first ranks).
   Launcher reference;
-  reference.sandbox = sandbox.get();
+  reference.sandbox = workspace.sandbox.get();
   reference.sandboxed = false;
   reference.runner = toolchain.runner;
   reference.runs_dir = scratch + "/private/reference";
   reference.configs_dir = toolchain.configs_dir;
   reference.seed = grading.seed;
   reference.test_seconds = 60;
-  reference.allowed_mpi = allowed_mpi_by_function(manifest);
+  reference.allowed_mpi = by_function(manifest, &Part::allowed_mpi);
+  reference.allowed_communicator = by_function(manifest, &Part::allowed_communicator);
   reference.group_seconds = 300;
   int max_ranks = 1;
   for (const TestCase& test : all_tests) max_ranks = std::max(max_ranks, test.ranks());
@@ -317,28 +411,11 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
     return runs;
   });
 
-  log << "Compiling the submission..." << std::endl;
-  const std::vector<std::string>& graded_files = toolchain.assignment_files.at(manifest.assignment);
-  const Submission submission = read_submission(grading.options.submission, graded_files);
-  for (const std::string& problem : submission.problems)
-    summary += "Submission: " + problem + ".\n";
-  const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
-                                     manifest.compilers_at_once};
-  std::vector<std::string> provided;  // the parts not assigned: the hand-in may lack them
-  for (const int part : manifest.disabled_parts) {
-    const auto objects = toolchain.provided_parts.find(part);
-    if (objects != toolchain.provided_parts.end())
-      provided.insert(provided.end(), objects->second.begin(), objects->second.end());
-  }
-  const StudentBuild build = build_submission(toolchain, graded_files, provided, submission,
-                                              *sandbox, scratch, hidden, compile_limits);
+  const StudentBuild build = build_in(grading, workspace, summary, log);
   std::map<std::string, const FileBuild*> file_builds;
-  for (const FileBuild& file : build.files) {
-    file_builds[file.file] = &file;
-    summary += file.file + ": " + build_status(file) + ".\n";
-  }
+  for (const FileBuild& file : build.files) file_builds[file.file] = &file;
   const std::map<std::string, Audit> audits =
-      audit_files(manifest, build, *sandbox, scratch + "/build", hidden);
+      audit_files(manifest, build, *workspace.sandbox, scratch + "/build", workspace.hidden);
 
   std::map<std::string, std::string> blocked;  // test id -> why it cannot run
   std::vector<TestCase> runnable;
@@ -352,17 +429,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       blocked[planned.test.id()] = why;
     }
   }
-  install_readable(toolchain.configs_dir, scratch + "/read-only/configs");
-  Launcher student;
-  student.sandbox = sandbox.get();
-  student.runner = build.runner;
-  student.runs_dir = scratch + "/runs";
-  student.configs_dir = scratch + "/read-only/configs";
-  student.seed = grading.seed;
-  student.test_seconds = manifest.test_seconds;
-  student.allowed_mpi = reference.allowed_mpi;
-  student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
-  student.hidden_paths = hidden;
+  const Launcher student = student_launcher(grading, workspace, build);
   log << "Running " << runnable.size() << " tests..." << std::endl;
   const std::map<std::string, TestRun> actual = run_groups(student, runnable);
   const std::map<std::string, TestRun> expected = expected_future.get();
@@ -409,35 +476,24 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   report.output = summary;
   score(manifest, outcomes, forbidden, report);
 
-  // The speed bonus, timed alone now that every other launch has ended.
-  if (!grading.options.public_only) {
-    Launcher timing = student;
-    timing.test_seconds = manifest.group_seconds;  // for the whole measurement
-    timing.group_seconds = 3 * manifest.group_seconds;
-    const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-    for (const Part& part : manifest.parts) {
-      if (!part.speed_bonus) continue;
-      const std::vector<std::string> eligible = eligible_for_bonus(part, report);
-      if (!eligible.empty())
-        log << "Timing the speed bonus of Part " << part.number << "..." << std::endl;
-      score_speed_bonus(part, measure_speed(*part.speed_bonus, eligible, timing, cores), report);
-    }
-  }
-  sandbox->sweep();  // ends whatever the submission left running
-  if (!grading.options.keep_scratch) remove_sandbox_files(*sandbox, scratch);
-  sandbox.reset();
-  if (grading.options.keep_scratch) {
-    log << "Scratch directory kept: " << scratch << std::endl;
-  } else {
-    std::error_code error;
-    fs::remove_all(scratch, error);
-    if (error)
-      log << "dtk-grade: WARNING: cannot remove the scratch directory " << scratch << ": "
-          << error.message() << std::endl;
-  }
+  if (!grading.options.public_only) speed_bonuses(grading, workspace, student, report, report, log);
+  close_workspace(workspace, grading, log);
   report.execution_time =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+Report time_speed_bonus(const Grading& grading, std::ostream& log) {
+  Report graded;
+  graded.tests = read_results_tests(grading.options.results);
+  std::string summary;
+  Workspace workspace = open_workspace(grading, summary, log);
+  const StudentBuild build = build_in(grading, workspace, summary, log);
+  Report bonus;
+  speed_bonuses(grading, workspace, student_launcher(grading, workspace, build), graded, bonus,
+                log);
+  close_workspace(workspace, grading, log);
+  return bonus;
 }
 
 }  // namespace dtk::grade

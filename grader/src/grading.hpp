@@ -22,4 +22,9 @@ struct Grading {
 // grader itself cannot work (no scratch space, the reference does not link, ...).
 Report grade_submission(const Grading& grading, std::ostream& log);
 
+// dtk-grade --bonus-only: times the speed bonus of options.submission, already graded in
+// options.results (which says the functions that earned all their points), and returns a
+// report of the bonus tests only, for replace_speed_bonus.
+Report time_speed_bonus(const Grading& grading, std::ostream& log);
+
 }  // namespace dtk::grade

@@ -188,6 +188,18 @@ std::string communication_finding(const TestOutput& expected, const TestOutput& 
          "or MPI calls of your own.\n";
 }
 
+// A collective of one's own (Part 7): whoever relays it, the data a rank's result depends on
+// must reach that rank from the other ranks, as messages MPI delivered (the reference's record
+// says how much at least; a message a rank sends itself carries nothing).
+std::string received_finding(const TestOutput& expected, const TestOutput& actual) {
+  if (expected.least_received <= 0 || actual.received >= expected.least_received) return "";
+  return "received " + bytes_text(std::max(actual.received, 0LL)) +
+         " from the other ranks during the call, but its result depends on at least " +
+         bytes_text(expected.least_received) +
+         " of theirs: some of the data it needs never reached it through Send, Recv or "
+         "Sendrecv.\n";
+}
+
 // Everything wrong with one rank's outputs, one finding per line.
 std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
                           const Tolerances& tolerances, const std::string& result_part) {
@@ -196,7 +208,8 @@ std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
     if (error.rfind("NotImplemented", 0) == 0) return "not implemented yet: " + error;
     return "threw an exception: " + error;
   }
-  std::string findings = communication_finding(expected, actual);
+  std::string findings =
+      communication_finding(expected, actual) + received_finding(expected, actual);
   for (const auto& [name, value] : expected.values) {
     if (!result_part.empty() && value.part != result_part) continue;
     const Value* mine = actual.find(name);

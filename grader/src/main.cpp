@@ -152,9 +152,10 @@ int run(int argc, char** argv) {
   if (!options->batch.empty()) return run_batch(*options);
 
   // From here on every failure still leaves a results.json, so that the student sees that the
-  // grader, not the submission, failed.
+  // grader, not the submission, failed; but --bonus-only leaves the grading it adds to as it is.
   auto internal_error = [&](const std::string& error) {
     std::cerr << "dtk-grade: " << shown_text(error) << "\n";
+    if (options->bonus == BonusTiming::only) return 1;
     try {
       write_results_json(internal_error_report(error), options->results);
     } catch (const std::exception& also) {
@@ -175,9 +176,18 @@ int run(int argc, char** argv) {
   }
   grading.seed = options->seed.value_or(std::random_device{}() % 1000000000);
 
-  std::cout << "dtk-grade: grading " << shown_name(options->submission) << " (seed " << grading.seed
-            << ")\n";
   try {
+    if (options->bonus == BonusTiming::only) {
+      std::cout << "dtk-grade: timing the speed bonus of " << shown_name(options->submission)
+                << ", graded in " << shown_name(options->results) << "\n";
+      const Report bonus = time_speed_bonus(grading, std::cout);
+      replace_speed_bonus(options->results, bonus);
+      for (const TestResult& test : bonus.tests) std::cout << shown_text(test.output);
+      std::cout << "Results: " << shown_name(options->results) << "\n";
+      return 0;
+    }
+    std::cout << "dtk-grade: grading " << shown_name(options->submission) << " (seed "
+              << grading.seed << ")\n";
     const Report report = grade_submission(grading, std::cout);
     write_results_json(report, options->results);
     print_feedback(report, std::cout);

@@ -163,9 +163,9 @@ std::set<std::string> string_set(const Reader& reader, const std::string& key) {
 }
 
 SpeedBonus read_speed_bonus(const json& object, const std::string& where, const Part& part) {
-  const Reader r(
-      object, where,
-      {"functions", "bytes", "ranks", "repetitions", "max_spread", "tiers", "leaderboard"});
+  const Reader r(object, where,
+                 {"functions", "bytes", "ranks", "repetitions", "max_spread", "max_busy", "tiers",
+                  "leaderboard"});
   SpeedBonus bonus;
   bonus.functions = r.strings("functions");
   if (bonus.functions.empty()) r.fail("\"functions\" must list the functions timed");
@@ -183,6 +183,11 @@ SpeedBonus read_speed_bonus(const json& object, const std::string& where, const 
   bonus.repetitions = r.required_positive("repetitions");
   bonus.max_spread = r.required<double>("max_spread");
   if (!(bonus.max_spread > 0)) r.fail("\"max_spread\" must be a number > 0");
+  bonus.max_busy = r.required<double>("max_busy");
+  if (!(bonus.max_busy > 0 && bonus.max_busy <= 1))
+    r.fail(
+        "\"max_busy\" must be a share of the machine's CPU time, in (0, 1] (1: never "
+        "deferred)");
   const json& tiers = r.get("tiers");
   if (!tiers.is_array() || tiers.empty()) r.fail("\"tiers\" must be a non-empty list");
   for (std::size_t i = 0; i < tiers.size(); ++i) {

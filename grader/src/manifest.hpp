@@ -45,7 +45,8 @@ struct SpeedBonus {
   std::size_t bytes = 0;  // message size timed
   int ranks = 0;          // never more than the machine's cores: else it is not measured
   int repetitions = 0;    // pairs of timings, after one warm-up pair
-  double max_spread = 0;  // (slowest - fastest) / median of the pairs' ratios, or measured again
+  double max_spread = 0;  // interquartile range / median of the pairs' ratios, or measured again
+  double max_busy = 0;    // share of the machine's CPU time other programs may use, or deferred
   std::vector<SpeedTier> tiers;  // best first
   bool leaderboard = false;      // the ratios go to results.json's leaderboard
 };

@@ -37,17 +37,56 @@ double Report::max_score() const {
   return total;
 }
 
+namespace {
+
+nlohmann::json test_json(const TestResult& test, const std::string& visibility) {
+  return {{"name", shown_name(test.name)},
+          {"number", test.number},
+          {"score", test.score},
+          {"max_score", test.max_score},
+          {"status", test.score >= test.max_score ? "passed" : "failed"},
+          {"output", shown_text(test.output)},
+          {"visibility", visibility}};
+}
+
+nlohmann::json leaderboard_json(const std::vector<LeaderboardEntry>& leaderboard) {
+  nlohmann::json board = nlohmann::json::array();
+  for (const LeaderboardEntry& entry : leaderboard) {
+    board.push_back(
+        {{"name", shown_name(entry.name)}, {"value", rounded(entry.value)}, {"order", "asc"}});
+  }
+  return board;
+}
+
+// Written by write_file: never through a link or file planted where results.json goes.
+void write_json_file(const nlohmann::json& results, const std::string& path) {
+  // Every text is valid UTF-8 by now; replacing what is not anyway means dump() cannot throw.
+  write_file(path, results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot read " + path);
+  try {
+    nlohmann::json results = nlohmann::json::parse(file);
+    if (results.is_object() && results.contains("tests") && results["tests"].is_array())
+      return results;
+  } catch (const nlohmann::json::exception&) {
+  }
+  throw std::runtime_error(path + " is not a results.json of dtk-grade's");
+}
+
+}  // namespace
+
+bool is_speed_bonus_test(const std::string& name) {
+  return name.size() >= kSpeedBonusTest.size() &&
+         name.compare(name.size() - kSpeedBonusTest.size(), kSpeedBonusTest.size(),
+                      kSpeedBonusTest) == 0;
+}
+
 void write_results_json(const Report& report, const std::string& path) {
   nlohmann::json tests = nlohmann::json::array();
-  for (const TestResult& test : report.tests) {
-    tests.push_back({{"name", shown_name(test.name)},
-                     {"number", test.number},
-                     {"score", test.score},
-                     {"max_score", test.max_score},
-                     {"status", test.score >= test.max_score ? "passed" : "failed"},
-                     {"output", shown_text(test.output)},
-                     {"visibility", report.visibility}});
-  }
+  for (const TestResult& test : report.tests) tests.push_back(test_json(test, report.visibility));
   nlohmann::json results = {{"score", rounded(report.score() + report.bonus)},
                             {"execution_time", rounded(report.execution_time)},
                             {"output", shown_text(report.output)},
@@ -61,16 +100,50 @@ void write_results_json(const Report& report, const std::string& path) {
                             {"visibility", report.visibility},
                             {"stdout_visibility", "hidden"},
                             {"tests", tests}};
-  if (!report.leaderboard.empty()) {
-    nlohmann::json board = nlohmann::json::array();
-    for (const LeaderboardEntry& entry : report.leaderboard) {
-      board.push_back(
-          {{"name", shown_name(entry.name)}, {"value", rounded(entry.value)}, {"order", "asc"}});
-    }
-    results["leaderboard"] = board;
+  if (!report.leaderboard.empty()) results["leaderboard"] = leaderboard_json(report.leaderboard);
+  if (!report.bonus_state.empty()) results["extra_data"] = {{"speed_bonus", report.bonus_state}};
+  write_json_file(results, path);
+}
+
+std::vector<TestResult> read_results_tests(const std::string& path) {
+  std::vector<TestResult> tests;
+  const nlohmann::json results = read_json_file(path);
+  for (const nlohmann::json& test : results["tests"]) {
+    if (!test.is_object()) continue;
+    TestResult result;
+    result.name = test.value("name", "");
+    result.number = test.value("number", "");
+    result.score = test.value("score", 0.0);
+    result.max_score = test.value("max_score", 0.0);
+    result.output = test.value("output", "");
+    tests.push_back(result);
   }
-  // Every text is valid UTF-8 by now; replacing what is not anyway means dump() cannot throw.
-  write_file(path, results.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  return tests;
+}
+
+void replace_speed_bonus(const std::string& path, const Report& bonus) {
+  nlohmann::json results = read_json_file(path);
+  double score = results.value("score", 0.0);
+  const std::string visibility = results.value("visibility", "visible");
+  nlohmann::json tests = nlohmann::json::array();
+  for (const nlohmann::json& test : results["tests"]) {
+    if (is_speed_bonus_test(test.value("name", ""))) {
+      score -= test.value("score", 0.0);
+    } else {
+      tests.push_back(test);
+    }
+  }
+  for (const TestResult& test : bonus.tests) tests.push_back(test_json(test, visibility));
+  results["tests"] = tests;
+  results["score"] = rounded(score + bonus.bonus);
+  results.erase("leaderboard");
+  if (!bonus.leaderboard.empty()) results["leaderboard"] = leaderboard_json(bonus.leaderboard);
+  if (bonus.bonus_state.empty()) {
+    if (results.contains("extra_data")) results["extra_data"].erase("speed_bonus");
+  } else {
+    results["extra_data"]["speed_bonus"] = bonus.bonus_state;
+  }
+  write_json_file(results, path);
 }
 
 Report internal_error_report(const std::string& error) {

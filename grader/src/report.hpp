@@ -7,6 +7,10 @@
 
 namespace dtk::grade {
 
+// The name of a speed bonus's test ends so: "Part 7 | my_allreduce: speed bonus".
+inline const std::string kSpeedBonusTest = ": speed bonus";
+bool is_speed_bonus_test(const std::string& name);
+
 struct TestResult {
   std::string name;    // "Part 3 | naive_collect_forward_input (mp=4 dp=2 float)"
   std::string number;  // "3.4"
@@ -31,6 +35,9 @@ struct Report {
   std::vector<PartResult> parts;
   double bonus = 0;  // extra points, beyond the parts' (speed bonuses)
   std::vector<LeaderboardEntry> leaderboard;
+  // The speed bonus: "" (none), "timed", or "pending" / "deferred" while some function still
+  // has to be timed (results.json's extra_data.speed_bonus, which a batch reads).
+  std::string bonus_state;
   std::string output;  // the summary shown above the tests
   std::string visibility;
   double execution_time = 0;
@@ -45,6 +52,16 @@ struct Report {
 // link or other file planted at `path` is replaced, never written through. Throws
 // std::runtime_error when the file cannot be written.
 void write_results_json(const Report& report, const std::string& path);
+
+// The tests of a results.json this grader wrote (name, number, score, max_score, output), for
+// dtk-grade --bonus-only to see which functions earned all their points. Throws
+// std::runtime_error naming the problem when it cannot read them.
+std::vector<TestResult> read_results_tests(const std::string& path);
+
+// Replaces the speed bonus in the results.json at `path` (its bonus tests, the leaderboard,
+// the bonus in the score, extra_data.speed_bonus) with `bonus`'s: a Report of the bonus tests
+// only. Throws std::runtime_error when it cannot.
+void replace_speed_bonus(const std::string& path, const Report& bonus);
 
 // What results.json holds when the grader itself fails: score 0 and the error.
 Report internal_error_report(const std::string& error);

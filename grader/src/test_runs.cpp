@@ -39,10 +39,13 @@ std::vector<std::string> mpirun_command(const Launcher& launcher, const std::str
   argv.insert(argv.end(),
               {launcher.runner, "--out", out_dir, "--configs", launcher.configs_dir, "--work",
                out_dir, "--test-seconds", std::to_string(launcher.test_seconds)});
-  for (const auto& [function, calls] : launcher.allowed_mpi) {
-    std::string rule = function + "=";  // "get_info=MPI_Allreduce,MPI_Allgather,..."
-    for (const std::string& call : calls) rule += (rule.back() == '=' ? "" : ",") + call;
-    argv.insert(argv.end(), {"--allowed-mpi", rule});
+  for (const auto& [option, rules] : {std::pair{"--allowed-mpi", &launcher.allowed_mpi},
+                                      {"--allowed-communicator", &launcher.allowed_communicator}}) {
+    for (const auto& [function, calls] : *rules) {
+      std::string rule = function + "=";  // "get_info=MPI_Allreduce,MPI_Allgather,..."
+      for (const std::string& call : calls) rule += (rule.back() == '=' ? "" : ",") + call;
+      argv.insert(argv.end(), {option, rule});
+    }
   }
   for (const TestCase& test : tests) argv.push_back(test.id());
   return argv;

@@ -37,8 +37,9 @@ struct Launcher {
   // Limits and rules, all from the manifest (the reference's limits are the grader's own).
   int test_seconds = 0;   // the runner's watchdog
   int group_seconds = 0;  // one launch, at most
-  // By graded function: the MPI calls the runner does not report in its tests.
-  std::map<std::string, std::set<std::string>> allowed_mpi;
+  // By graded function: the MPI calls and the Communicator calls the runner does not report in
+  // its tests.
+  std::map<std::string, std::set<std::string>> allowed_mpi, allowed_communicator;
   std::vector<std::string> hidden_paths;
 };
 

@@ -7,8 +7,7 @@
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
 #         [-DGUARD=ON] [-DSECOND_CHECKOUT=ON] [-DLIMITS="total_memory_mb=1024;..."]
-#         [-DNO_MOUNT_NAMESPACE=ON]
-#         -P grade_submission.cmake
+#         [-DSPEED_BONUS="max_busy=1;..."] [-DNO_MOUNT_NAMESPACE=ON] -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
@@ -24,6 +23,9 @@
 # @DTK_SELFTEST_VICTIM@ and @DTK_SELFTEST_SECOND_CHECKOUT@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
+# SPEED_BONUS: likewise for the "speed_bonus" of the part that has one (max_busy=1 and a large
+# max_spread time the bonus whatever the machine's load: for tests that assert a bonus is not
+# earned, so that the timing, not a deferral, decides).
 # GUARD: a hostile submission; the grading must leave the victim (a directory outside the
 # scratch, owned by the caller) and the kit's precompiled header unchanged (world-writable
 # directories are made in /var/tmp, one of them two levels down, for the submission to try), and
@@ -140,7 +142,7 @@ if(PACK AND NOT PACK STREQUAL "dir")
 endif()
 
 # A copy of the build's manifest with other rules or limits.
-if(ALLOW_MPI OR LIMITS)
+if(ALLOW_MPI OR LIMITS OR SPEED_BONUS)
   file(READ ${MANIFEST} manifest)
   # The copy holds what the manifest includes (common.json), so that it stands on its own.
   string(JSON include ERROR_VARIABLE no_include GET "${manifest}" include)
@@ -172,6 +174,20 @@ if(ALLOW_MPI OR LIMITS)
     list(GET limit 0 key)
     list(GET limit 1 value)
     string(JSON manifest SET "${manifest}" limits ${key} ${value})
+  endforeach()
+  string(JSON parts LENGTH "${manifest}" parts)
+  math(EXPR last_part "${parts} - 1")
+  foreach(part RANGE ${last_part})
+    string(JSON bonus ERROR_VARIABLE no_bonus GET "${manifest}" parts ${part} speed_bonus)
+    if(no_bonus)
+      continue()
+    endif()
+    foreach(setting IN LISTS SPEED_BONUS)
+      string(REPLACE "=" ";" setting ${setting})
+      list(GET setting 0 key)
+      list(GET setting 1 value)
+      string(JSON manifest SET "${manifest}" parts ${part} speed_bonus ${key} ${value})
+    endforeach()
   endforeach()
   file(WRITE ${WORK}/manifest.json "${manifest}")
   list(APPEND ARGS --manifest ${WORK}/manifest.json)

@@ -1,6 +1,7 @@
-// The symbol audit, on `readelf -SrsW` of a real object (data/audit_sample.cpp compiled with
+// The symbol audit, on `readelf -SrsW` of real objects (data/audit_sample.cpp compiled with
 // -ffunction-sections; data/audit_sample.readelf): get_info calls MPI_Bcast, split_train reaches
-// fork through a helper, naive_collect_forward_input calls only MPI_Allreduce.
+// fork through a helper, naive_collect_forward_input calls only MPI_Allreduce; and two objects
+// linked together (data/audit_cross_*).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -12,13 +13,15 @@ using namespace dtk::grade;
 
 namespace {
 
-std::string sample() {
-  std::ifstream file(DTK_UNIT_DATA_DIR "/audit_sample.readelf");
+std::string listing(const std::string& name) {
+  std::ifstream file(DTK_UNIT_DATA_DIR "/" + name + ".readelf");
   REQUIRE(file);
   std::ostringstream text;
   text << file.rdbuf();
   return text.str();
 }
+
+std::string sample() { return listing("audit_sample"); }
 
 const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"},
                        {"Allreduce", "Allgather", "Send", "Recv", "Sendrecv"},
@@ -54,6 +57,27 @@ TEST_CASE("a Communicator call counts as a call of its own, ruled by allowed_com
   const Audit audit = audit_object(sample(), own, point_to_point);
   CHECK(audit.forbidden.count("my_allgather") == 0);
   CHECK(audit.forbidden.at("my_allreduce") == std::set<std::string>{"Communicator::Allreduce"});
+}
+
+TEST_CASE("a function's rules follow its calls into the other student files", "[audit]") {
+  // data/audit_cross_*.cpp: my_allreduce calls a helper of the other file, which calls
+  // Communicator::Allreduce, as the other file's own graded function does.
+  const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
+  const AuditRules collectives{{}, {"Allreduce", "Allgather", "Reduce_scatter"}, {}};
+  const std::vector<AuditedObject> library = {
+      {"collectives.cpp", listing("audit_cross_collectives")},
+      {"zero.cpp", listing("audit_cross_zero")}};
+  const std::vector<GradedFunction> graded = {{"my_allreduce", "collectives.cpp", point_to_point},
+                                              {"my_allgather", "collectives.cpp", point_to_point},
+                                              {"zero1_grad_shard", "zero.cpp", collectives}};
+  std::map<std::string, Audit> audits = audit_library(library, graded);
+  CHECK(audits["collectives.cpp"].forbidden.at("my_allreduce") ==
+        std::set<std::string>{"Communicator::Allreduce"});
+  CHECK(audits["collectives.cpp"].forbidden.count("my_allgather") == 0);
+  CHECK(audits["zero.cpp"].forbidden.count("zero1_grad_shard") == 0);
+  // Audited alone, the file calls nothing forbidden: the call leaves it.
+  CHECK(audit_object(listing("audit_cross_collectives"), {"my_allreduce"}, point_to_point)
+            .forbidden.count("my_allreduce") == 0);
 }
 
 TEST_CASE("the audit lists the functions an object defines", "[audit]") {

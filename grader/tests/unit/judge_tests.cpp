@@ -151,4 +151,14 @@ TEST_CASE("bytes missing from the Communicator name the likely cause", "[judge]"
   CHECK_THAT(judge(reference, nothing, tolerances).output,
              Contains("moved 0 bytes") && Contains("nothing went through it"));
   CHECK(judge(reference, enough, tolerances).passed);
+TEST_CASE("a rank that received less from the others than its result needs fails", "[judge]") {
+  TestRun reference = expected, actual = expected;
+  for (TestOutput& rank : reference.ranks) rank.least_received = 16;  // the reference's record
+  for (TestOutput& rank : actual.ranks) rank.received = 16;
+  CHECK(judge(reference, actual, tolerances).passed);
+  actual.ranks[1].received = 8;  // right values, but rank 1 did not get its data from the others
+  const Verdict verdict = judge(reference, actual, tolerances);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("[rank 1] received 8 bytes from the other ranks"));
+  CHECK_THAT(verdict.output, Contains("at least 16 bytes of theirs"));
 }

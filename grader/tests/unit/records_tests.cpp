@@ -55,6 +55,7 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
                           out.part("mp_comm: members and order");
                           out.integer("mp_comm size", 2);
                           out.moved(48);
+                          out.received(24, 16);
                           out.end(id);
                         }),
                         kKey);
@@ -79,6 +80,8 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
   CHECK(test.find("mp_idx")->part.empty());
   CHECK(test.find("mp_comm size")->part == "mp_comm: members and order");
   CHECK(test.moved == 48);
+  CHECK(test.received == 24);
+  CHECK(test.least_received == 16);
   CHECK_FALSE(test.tampered);
 }
 

@@ -3,7 +3,7 @@
 try_bundle_programs() {
   local bundle=$1
   step "training with the bundle's unified_train: assignment 1's trainer, and a message for assignment 2's flags"
-  train() { mpirun --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
+  train() { "$bundle/build/dtk-mpirun" --allow-run-as-root --oversubscribe -n 2 "$bundle/build/unified_train" "$@" --max_steps 3; }
   logged train.log train --mp_size 2 --dp_size 1 || { show train.log; fail "unified_train --mp_size 2 failed in the bundle"; }
   grep 'Test accuracy' "$work/train.log" | sed 's/^/    /'
   if logged refused.log train --pp_size 2 || ! grep -q "belongs to assignment 2" "$work/refused.log"; then
