@@ -151,6 +151,8 @@ TEST_CASE("bytes missing from the Communicator name the likely cause", "[judge]"
   CHECK_THAT(judge(reference, nothing, tolerances).output,
              Contains("moved 0 bytes") && Contains("nothing went through it"));
   CHECK(judge(reference, enough, tolerances).passed);
+}
+
 TEST_CASE("a rank that received less from the others than its result needs fails", "[judge]") {
   TestRun reference = expected, actual = expected;
   for (TestOutput& rank : reference.ranks) rank.least_received = 16;  // the reference's record
