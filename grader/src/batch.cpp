@@ -348,9 +348,9 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
   int deferred = 0;
   for (std::size_t i = 0; i < to_time.size(); ++i) {
     const std::string dir = student_dir(out, *to_time[i]);
-    const pid_t pid = start(grading_command(options, *to_time[i], out, seed, /*slot=*/0,
-                                            {"--bonus-only"}),
-                            dir + "/output.txt", /*append=*/true);
+    const pid_t pid =
+        start(grading_command(options, *to_time[i], out, seed, /*slot=*/0, {"--bonus-only"}),
+              dir + "/output.txt", /*append=*/true);
     int wait_status = 0;
     while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }

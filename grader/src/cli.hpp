@@ -20,8 +20,8 @@ struct Options {
   bool public_only = false;
   bool autolab = false;
   bool keep_scratch = false;
-  bool list_checks = false;            // --list-checks: print the hidden checks, grade nothing
-  bool no_sandbox = false;             // run the submission as the caller (required when not root)
+  bool list_checks = false;  // --list-checks: print the hidden checks, grade nothing
+  bool no_sandbox = false;   // run the submission as the caller (required when not root)
   BonusTiming bonus = BonusTiming::now;
   std::optional<int> timeout_seconds;  // per group of tests; default from the manifest
   std::optional<std::uint64_t> seed;   // default: a fresh random seed

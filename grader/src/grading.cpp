@@ -290,8 +290,8 @@ void close_workspace(Workspace& workspace, const Grading& grading, std::ostream&
     std::error_code error;
     fs::remove_all(workspace.scratch, error);
     if (error)
-      log << "dtk-grade: WARNING: cannot remove the scratch directory " << workspace.scratch
-          << ": " << error.message() << std::endl;
+      log << "dtk-grade: WARNING: cannot remove the scratch directory " << workspace.scratch << ": "
+          << error.message() << std::endl;
   }
 }
 
