@@ -61,7 +61,7 @@ GptLoss Gpt<T>::forward(const GptBatch& batch) {
   const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions);
   GptLoss loss;
   for (Block<T>& block : blocks_) {
-    x = &block.forward(*x, batch.positions, batch.batch, batch.loss_tokens);
+    x = &block.forward(*x, batch);
     loss.aux_loss += block.aux_loss();
   }
   const Matrix<T>& head_input =

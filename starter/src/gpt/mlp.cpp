@@ -12,6 +12,13 @@ namespace {
 constexpr double kGeluScale = 0.7978845608028654;
 constexpr double kGeluCubic = 0.044715;
 
+// tanh(y) = 1 − 2 / (e^{2y} + 1): one exp, several times quicker than std::tanh, and exact to a
+// rounding error in 1 + tanh (all GELU needs). e^{2y} overflowing to infinity gives 1.
+template <class T>
+T fast_tanh(T y) {
+  return T(1) - T(2) / (std::exp(T(2) * y) + T(1));
+}
+
 // out = GELU(u)
 template <class T>
 void gelu(const Matrix<T>& u, Matrix<T>& out) {
@@ -21,7 +28,7 @@ void gelu(const Matrix<T>& u, Matrix<T>& out) {
   T* o = out.data();
   for (std::size_t i = 0; i < u.size(); ++i) {
     const T x = in[i];
-    o[i] = T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x)));
+    o[i] = T(0.5) * x * (T(1) + fast_tanh(c * (x + a * x * x * x)));
   }
 }
 
@@ -36,7 +43,7 @@ void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& gra
   T* o = grad.data();
   for (std::size_t i = 0; i < u.size(); ++i) {
     const T x = in[i];
-    const T t = std::tanh(c * (x + a * x * x * x));
+    const T t = fast_tanh(c * (x + a * x * x * x));
     const T derivative =
         T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
     o[i] = g[i] * derivative;
