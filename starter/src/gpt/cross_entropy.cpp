@@ -27,8 +27,9 @@ VocabParallelLoss<T> cross_entropy(const xt::xtensor<T, 2>& logits,
                                 std::to_string(targets.size()) + " targets");
   }
   VocabParallelLoss<T> result{xt::empty<T>({n}), xt::empty<T>({n, vocab})};
+  for (std::size_t i = 0; i < n; ++i) check_token(targets(i), vocab, "cross_entropy");
+#pragma omp parallel for
   for (std::size_t i = 0; i < n; ++i) {
-    check_token(targets(i), vocab, "cross_entropy");
     const T* row = logits.data() + i * vocab;
     T* grad = result.logits_grad.data() + i * vocab;
     // log Σ exp, stable: max + log Σ exp(x - max).

@@ -20,6 +20,7 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x) {
   inv_std_.resize({rows});
   const T* w = weight.value.data();
   const T* b = bias.value.data();
+#pragma omp parallel for
   for (std::size_t i = 0; i < rows; ++i) {
     const T* in = x.data() + i * h;
     T* xhat = normalized_.data() + i * h;
@@ -45,8 +46,7 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
   const std::size_t rows = dy.shape(0), h = dy.shape(1);
   ensure_shape(dx_, rows, h);
   const T* w = weight.value.data();
-  T* dw = weight.grad.data();
-  T* db = bias.grad.data();
+#pragma omp parallel for
   for (std::size_t i = 0; i < rows; ++i) {
     const T* g = dy.data() + i * h;
     const T* xhat = normalized_.data() + i * h;
@@ -57,13 +57,22 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
       const T dxhat = g[j] * w[j];
       mean_dxhat += dxhat;
       mean_dxhat_xhat += dxhat * xhat[j];
-      dw[j] += g[j] * xhat[j];
-      db[j] += g[j];
     }
     mean_dxhat /= T(h);
     mean_dxhat_xhat /= T(h);
     for (std::size_t j = 0; j < h; ++j) {
       out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * inv_std_(i);
+    }
+  }
+  // The parameters' gradients, summed over the rows in order (the same sums every run).
+  T* dw = weight.grad.data();
+  T* db = bias.grad.data();
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* g = dy.data() + i * h;
+    const T* xhat = normalized_.data() + i * h;
+    for (std::size_t j = 0; j < h; ++j) {
+      dw[j] += g[j] * xhat[j];
+      db[j] += g[j];
     }
   }
   return dx_;

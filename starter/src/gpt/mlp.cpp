@@ -26,6 +26,7 @@ void gelu(const Matrix<T>& u, Matrix<T>& out) {
   const T c = T(kGeluScale), a = T(kGeluCubic);
   const T* in = u.data();
   T* o = out.data();
+#pragma omp parallel for
   for (std::size_t i = 0; i < u.size(); ++i) {
     const T x = in[i];
     o[i] = T(0.5) * x * (T(1) + fast_tanh(c * (x + a * x * x * x)));
@@ -41,6 +42,7 @@ void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& gra
   const T* in = u.data();
   const T* g = out_grad.data();
   T* o = grad.data();
+#pragma omp parallel for
   for (std::size_t i = 0; i < u.size(); ++i) {
     const T x = in[i];
     const T t = fast_tanh(c * (x + a * x * x * x));
