@@ -18,9 +18,11 @@
 # Packages only the kit's own tests need: xmllint checks the figures, ps finds processes a
 # graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity),
 # zip packs Gradescope's autograder, Slurm with munge runs the cluster-grading test, and
-# python3 reads JSON in the class-scale tests, and ccache lets the tests that build whole trees
-# (bundles, autograders) reuse the kit's own build.
-EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge ccache
+# python3 reads JSON in the class-scale tests, ccache lets the tests that build whole trees
+# (bundles, autograders) reuse the kit's own build, and PyTorch is the oracle the GPT's kit test
+# compares with (and bench/gpt_benchmark.sh races), run by Debian's /usr/bin/python3.
+EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge ccache \
+                  python3-torch
 
 include make/student.mk
 

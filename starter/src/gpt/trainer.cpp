@@ -70,17 +70,19 @@ class FlatView {
   xt::xtensor<T, 1> values_;
 };
 
-// The square of the model's L2 norm, each parameter counted once: a tensor-parallel slice on
-// every rank of its group, a replicated tensor on the group's first rank, an expert on the
-// first data-parallel replica holding it. Summed over the world.
+// The square of the model's L2 norm, each parameter counted once, on the first context-parallel
+// rank: a tensor-parallel slice on the first data-parallel replica, a replicated tensor also only
+// on the first rank of its tensor-parallel group, an expert on the first replica holding it (the
+// ep ranks dp_idx < ep hold every expert once). Summed over the world.
 template <class T>
 double weights_square_sum(Gpt<T>& model, const Groups& g, int ep, const Communicator& world) {
   double sum = 0;
-  const bool first_replica = g.cp_idx == 0 && g.dp_idx < ep;
   for (const Parameter<T>* p : model.parameters()) {
     const bool counted =
-        first_replica && (p->sharing == Sharing::TensorParallel ||
-                          (g.tp_idx == 0 && (p->sharing == Sharing::Expert || g.dp_idx == 0)));
+        g.cp_idx == 0 &&
+        (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
+         : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
+                                               : g.dp_idx < ep && g.tp_idx == 0);
     if (!counted) continue;
     for (const T v : p->value) sum += double(v) * double(v);
   }
