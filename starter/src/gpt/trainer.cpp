@@ -79,10 +79,9 @@ double weights_square_sum(Gpt<T>& model, const Groups& g, int ep, const Communic
   double sum = 0;
   for (const Parameter<T>* p : model.parameters()) {
     const bool counted =
-        g.cp_idx == 0 &&
-        (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
-         : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
-                                               : g.dp_idx < ep && g.tp_idx == 0);
+        g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
+                          : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
+                                                                : g.dp_idx < ep && g.tp_idx == 0);
     if (!counted) continue;
     for (const T v : p->value) sum += double(v) * double(v);
   }
@@ -245,16 +244,15 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
     // The data-parallel gradient sum: one Allreduce of every gradient.
     flat_grads.gather(&Parameter<T>::grad);
     if (o.dp > 1) g.dp_comm.Allreduce(flat_grads.values(), flat_grads.values());
+    // The optimizer's step, the same on every rank.
     const double lr = learning_rate(o.lr, step, o.steps);
+    flat_values.gather(&Parameter<T>::value);
     if (adam) {
-      flat_values.gather(&Parameter<T>::value);
       adam->step(flat_values.values(), 0, flat_grads.values(), T(lr));
-      flat_values.scatter(&Parameter<T>::value);
     } else {
-      flat_values.gather(&Parameter<T>::value);
       flat_values.values() -= T(lr) * flat_grads.values();
-      flat_values.scatter(&Parameter<T>::value);
     }
+    flat_values.scatter(&Parameter<T>::value);
     report.seconds += MPI_Wtime() - begin;
     if (recorder) recorder->set_recording(false);
 
