@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <dtk/gpt/corpus.hpp>
@@ -54,7 +55,8 @@ std::string help_text() {
        << "  --steps S          training steps (default " << t.steps << ")\n"
        << "  --optimizer O      adam or sgd (default adam)\n"
        << "  --lr X             peak learning rate: linear warm-up, then a cosine to a tenth\n"
-       << "                     (default " << t.lr << ")\n"
+       << "                     (default " << gpt::kAdamLearningRate << " with adam, "
+       << gpt::kSgdLearningRate << " with sgd)\n"
        << "  --seed S           the starting weights and the batches (default " << t.seed << ")\n"
        << "  --eval_every N     steps between validation losses (default: a tenth of the "
           "steps)\n"
@@ -72,6 +74,7 @@ Options parse(int argc, char** argv) {
   Options o;
   gpt::GptTrainOptions& t = o.train;
   gpt::GptConfig& m = t.model;
+  std::optional<double> lr;  // --lr; each optimizer has its own default
   const auto positive = [](const std::string& f, const std::string& v) {
     return static_cast<int>(parse_positive(f, v));
   };
@@ -91,7 +94,7 @@ Options parse(int argc, char** argv) {
       {"--seq", [&](auto& f, auto& v) { m.seq_len = positive(f, v); }},
       {"--batch_size", [&](auto& f, auto& v) { t.batch_size = positive(f, v); }},
       {"--steps", [&](auto& f, auto& v) { t.steps = parse_positive(f, v); }},
-      {"--lr", [&](auto& f, auto& v) { t.lr = parse_positive_number(f, v); }},
+      {"--lr", [&](auto& f, auto& v) { lr = parse_positive_number(f, v); }},
       {"--optimizer",
        [&](auto& f, auto& v) {
          t.optimizer = parse_choice<gpt::Optimizer>(
@@ -127,6 +130,8 @@ Options parse(int argc, char** argv) {
       with_value.at(arg)(arg, argv[++i]);
     }
   }
+  const bool sgd = t.optimizer == gpt::Optimizer::Sgd;
+  t.lr = lr ? *lr : sgd ? gpt::kSgdLearningRate : gpt::kAdamLearningRate;
   t.record_timeline = !o.trace_file.empty();
   return o;
 }

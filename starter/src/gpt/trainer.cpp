@@ -258,6 +258,11 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
 
     GptStepRecord record{step, sum_over(loss.cross_entropy_sum, g.dp_comm) / global_tokens,
                          loss.aux_loss, lr, report.seconds};
+    if (!std::isfinite(record.loss)) {  // the same on every rank: all stop
+      throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
+                               ": the training diverged; try a smaller --lr (it was " +
+                               std::to_string(lr) + ")");
+    }
     report.history.push_back(record);
     report.tokens += global_tokens;
     const bool validate = step % eval_every == 0 || step == o.steps;

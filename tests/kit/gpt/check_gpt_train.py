@@ -7,7 +7,8 @@
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts of Parts 10-12, a rank count that is not
            tp x cp x dp, shapes the model refuses, a missing, empty, short or non-UTF-8 corpus, a
-           missing `bible`, an output file that cannot be made. --help exits 0.
+           missing `bible`, an output file that cannot be made; a run that diverges stops with
+           one line and exit 1. --help exits 0.
   learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
            sequences of 32 characters): the validation loss falls below the text's bigram
            entropy; the report, the sample and the trace hold what they should.
@@ -83,12 +84,12 @@ def layouts():
                     fail("%s %s dp %d: a rank sent no gradients (%s)" % (model, dtype, dp, sent))
 
 
-def expect_error(ranks, args, text, env=None):
+def expect_error(ranks, args, text, env=None, status=2):
     result = run(ranks, args, env)
     lines = [l for l in result.stderr.splitlines() if l.startswith("gpt_train: ")]
     where = "gpt_train %s (-n %d)" % (" ".join(args), ranks)
-    if result.returncode != 2:
-        fail("%s exited %d, expected 2" % (where, result.returncode), result)
+    if result.returncode != status:
+        fail("%s exited %d, expected %d" % (where, result.returncode, status), result)
     elif text not in result.stderr:
         fail("%s: its message lacks '%s'" % (where, text), result)
     elif len(lines) != 1:
@@ -130,6 +131,9 @@ def cli():
     expect_error(1, ["--corpus", latin1], "--corpus %s is not UTF-8 text: byte 0xe9 at offset 3" % latin1)
     expect_error(1, TINY + ["--report", "/nonexistent/dir/report.json"],
                  "--report /nonexistent/dir/report.json: cannot create this file")
+    # A run that diverges stops at once, on every rank, saying so (exit 1: not a bad input).
+    expect_error(2, TINY + ["--dp", "2", "--batch_size", "4", "--steps", "20", "--optimizer", "sgd",
+                            "--lr", "1e6"], "the training diverged; try a smaller --lr", status=1)
     # Without `bible`: a PATH of links to every other program (MPI finds its own through it).
     no_bible = os.path.join(SCRATCH, "bin")
     os.makedirs(no_bible)

@@ -45,7 +45,8 @@ class Gpt {
   Gpt(const Gpt&) = delete;  // its layers refer to its communication
   Gpt& operator=(const Gpt&) = delete;
 
-  // The forward pass; with targets, the loss. Keeps what backward needs.
+  // The forward pass; with targets, the loss. Keeps what backward needs, `batch` included: it
+  // must stay unchanged until backward().
   GptLoss forward(const GptBatch& batch);
   // Adds d loss / d parameter to every parameter's grad (after a forward with targets), where
   // loss = Σ cross-entropy / batch.loss_tokens + the load-balancing losses.

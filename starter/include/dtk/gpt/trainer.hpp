@@ -28,13 +28,18 @@ namespace dtk::gpt {
 
 enum class Optimizer { Sgd, Adam };
 
+// The peak learning rates gpt_train uses unless told otherwise (--lr): what trains the default
+// model on the Bible fastest without diverging.
+constexpr double kAdamLearningRate = 2e-3;
+constexpr double kSgdLearningRate = 0.3;
+
 struct GptTrainOptions {
   GptConfig model;  // its vocab_size is the corpus's
   int tp = 1, cp = 1, dp = 1, ep = 1;
   bool sequence_parallel = false, zigzag = false;
   int batch_size = 32;  // sequences in the global batch
   long steps = 300;
-  double lr = 1e-3;
+  double lr = kAdamLearningRate;  // the peak, after the warm-up
   Optimizer optimizer = Optimizer::Adam;
   std::uint32_t seed = 1234;  // the starting weights and the batches
   int eval_every = 0;         // steps between validation losses (0: steps / 10)
