@@ -4,7 +4,7 @@
 // heads · d). When the keys' positions increase (they always do in the GPT and in Part 11's
 // layouts), a block of queries only multiplies by the keys up to its last query's position: a
 // causal attention then does about half the products of the full square. The (sequence, head)
-// pairs are spread over OpenMP's threads, each running its small products serially.
+// pairs are spread over the rank's threads (parallel.hpp), each making its small products alone.
 #include "dtk/gpt/attention_kernels.hpp"
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "dtk/gpt/matmul.hpp"
-#include "dtk/gpt/serial_blas.hpp"
+#include "dtk/gpt/parallel.hpp"
 
 namespace dtk {
 
@@ -82,20 +82,19 @@ std::size_t visible_keys(const Geometry& g, const std::vector<int>& q_positions,
 template <class T, class Work>
 void for_each_block(const Geometry& g, const std::vector<int>& q_positions,
                     const std::vector<int>& k_positions, Work&& work) {
-  const gpt::SerialBlas serial;
-  const std::ptrdiff_t pairs = g.batch * g.heads;
-#pragma omp parallel
-  {
-    std::vector<T> scratch(2 * kQueryBlock * g.k_len);
-#pragma omp for schedule(dynamic)
-    for (std::ptrdiff_t pair = 0; pair < pairs; ++pair) {
-      for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
-        const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
-        const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
-        work(Block{pair / g.heads, pair % g.heads, first, rows, keys}, scratch.data());
-      }
-    }
-  }
+  gpt::parallel_for(
+      g.batch * g.heads,
+      [&](std::size_t first_pair, std::size_t last_pair) {
+        std::vector<T> scratch(2 * kQueryBlock * g.k_len);
+        for (std::size_t pair = first_pair; pair < last_pair; ++pair) {
+          for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
+            const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
+            const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
+            work(Block{pair / g.heads, pair % g.heads, first, rows, keys}, scratch.data());
+          }
+        }
+      },
+      /*serial_blas=*/true);
 }
 
 // Offset of (row s of sequence b, first column of head h) in a (batch · len, heads · d) matrix.
@@ -175,17 +174,17 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
   }
   // D_i = Σ_c dout_ic · out_ic, per row and head.
   xt::xtensor<T, 2> d_rows({g.batch * g.q_len, g.heads});
-  const std::ptrdiff_t rows = g.batch * g.q_len;
-#pragma omp parallel for
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    const T* o = out.data() + r * g.width();
-    const T* d_o = dout.data() + r * g.width();
-    for (std::size_t h = 0; h < g.heads; ++h) {
-      T sum = 0;
-      for (std::size_t c = h * g.d; c < (h + 1) * g.d; ++c) sum += d_o[c] * o[c];
-      d_rows(r, h) = sum;
+  gpt::parallel_for(g.batch * g.q_len, [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) {
+      const T* o = out.data() + r * g.width();
+      const T* d_o = dout.data() + r * g.width();
+      for (std::size_t h = 0; h < g.heads; ++h) {
+        T sum = 0;
+        for (std::size_t c = h * g.d; c < (h + 1) * g.d; ++c) sum += d_o[c] * o[c];
+        d_rows(r, h) = sum;
+      }
     }
-  }
+  });
   AttentionGrads<T> grads{xt::zeros<T>(q.shape()), xt::zeros<T>(k.shape()),
                           xt::zeros<T>(v.shape())};
   const T scale = T(1) / std::sqrt(T(g.d));

@@ -7,10 +7,8 @@
 #include <sched.h>
 #endif
 
-// OpenBLAS's own function, declared weak: with another BLAS it is simply absent (null). So is
-// OpenMP's in a program without OpenMP (the GPT's loops use it).
+// OpenBLAS's own function, declared weak: with another BLAS it is simply absent (null).
 extern "C" void openblas_set_num_threads(int threads) __attribute__((weak));
-extern "C" void omp_set_num_threads(int threads) __attribute__((weak));
 
 namespace dtk {
 
@@ -42,9 +40,7 @@ void share_cores(const Communicator& comm) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int ranks = ranks_on_this_machine(comm);
   if (ranks == 1) allow_every_core(cores);
-  const int threads = std::max(1, cores / ranks);
-  if (openblas_set_num_threads) openblas_set_num_threads(threads);
-  if (omp_set_num_threads) omp_set_num_threads(threads);
+  if (openblas_set_num_threads) openblas_set_num_threads(std::max(1, cores / ranks));
 }
 
 }  // namespace dtk

@@ -41,10 +41,10 @@ struct GptTrainOptions {
   long steps = 500;
   double lr = kAdamLearningRate;  // the peak, after the warm-up
   Optimizer optimizer = Optimizer::Adam;
-  std::uint32_t seed = 1234;  // the starting weights and the batches
-  int eval_every = 0;         // steps between validation losses (0: steps / 10)
+  std::uint32_t seed = 1234;    // the starting weights and the batches
+  int eval_every = 0;           // steps between validation losses (0: steps / 10)
   int validation_windows = 32;  // of seq_len tokens, spread over the held-out text
-  int sample_chars = 0;  // characters written with the trained model
+  int sample_chars = 0;         // characters written with the trained model
   double temperature = 0.8;
   bool record_timeline = false;  // every step's forward, backward and Communicator calls
 };

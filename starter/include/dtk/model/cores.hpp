@@ -12,8 +12,7 @@
 namespace dtk {
 
 // Collective over comm. Gives each rank (cores of its machine) / (ranks of comm on it) BLAS
-// threads, at least 1, as many OpenMP threads (where the program uses OpenMP: the GPT), and
-// lets a rank alone on its machine run on every core.
+// threads, at least 1, and lets a rank alone on its machine run on every core.
 void share_cores(const Communicator& comm);
 
 }  // namespace dtk
