@@ -20,10 +20,11 @@
 # graded submission left behind, sim_c++ compares hand-ins (dtk-grade --batch --similarity),
 # zip packs Gradescope's autograder, Slurm with munge runs the cluster-grading test, and
 # python3 reads JSON in the class-scale tests, chromium looks at the summary page, feedback and
-# figures as a reader's browser shows them, and ccache lets the tests that build whole trees
-# (bundles, autograders) reuse the kit's own build.
+# figures as a reader's browser shows them, ccache lets the tests that build whole trees
+# (bundles, autograders) reuse the kit's own build, and PyTorch is the oracle the GPT's kit test
+# compares with (and bench/gpt_benchmark.sh races), run by Debian's /usr/bin/python3.
 EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge \
-                  chromium ccache
+                  chromium ccache python3-torch
 
 include make/student.mk
 

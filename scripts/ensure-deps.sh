@@ -8,7 +8,9 @@
 #   --grading-only   what dtk-grade needs, without the training data (a Gradescope image)
 set -euo pipefail
 
-data=(dataset-fashion-mnist)  # the training data (/usr/share/datasets/fashion-mnist)
+# The training data: Fashion-MNIST (/usr/share/datasets/fashion-mnist) for the MLP, and the King
+# James Bible (the program `bible`) for the GPT.
+data=(dataset-fashion-mnist bible-kjv)
 if [ "${1:-}" = --grading-only ]; then
   data=()
   shift

@@ -15,3 +15,22 @@ foreach(wrong eps gelu)
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_oracle.py
                    $<TARGET_FILE:kit_gpt_oracle_case> --wrong ${wrong})
 endforeach()
+
+# The attention kernels (against attention written out, merged blocks, finite differences), the
+# model's gradients against finite differences, and the data: the Bible stripped, the tokeniser,
+# refused texts, batches, the learning-rate schedule, refused shapes.
+foreach(test kernels data)
+  add_executable(kit_gpt_${test} gpt/test_gpt_${test}.cpp)
+  target_link_libraries(kit_gpt_${test} PRIVATE dtk_test_harness dtk_gpt dtk_solutions)
+  set_target_properties(kit_gpt_${test} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/kit)
+  dtk_add_mpi_test(NAME kit_gpt_${test} RANKS 1 COMMAND $<TARGET_FILE:kit_gpt_${test}>)
+endforeach()
+
+# gpt_train: dp = 1..4 give the same model (dense and experts, double and float); every bad
+# command line or input is one line and exit 2; a short run on the Bible learns.
+foreach(mode layouts cli learns)
+  add_test(NAME kit_gpt_train_${mode}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_gpt_train.py ${mode}
+                   $<TARGET_FILE:gpt_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+  set_tests_properties(kit_gpt_train_${mode} PROPERTIES PROCESSORS 2)
+endforeach()

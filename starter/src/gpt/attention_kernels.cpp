@@ -3,7 +3,8 @@
 // cache, and every product is one BLAS call on a block of columns of q, k, v or out (row stride
 // heads · d). When the keys' positions increase (they always do in the GPT and in Part 11's
 // layouts), a block of queries only multiplies by the keys up to its last query's position: a
-// causal attention then does about half the products of the full square.
+// causal attention then does about half the products of the full square. The (sequence, head)
+// pairs are spread over the rank's threads (parallel.hpp), each making its small products alone.
 #include "dtk/gpt/attention_kernels.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "dtk/gpt/matmul.hpp"
+#include "dtk/gpt/parallel.hpp"
 
 namespace dtk {
 
@@ -73,17 +75,26 @@ std::size_t visible_keys(const Geometry& g, const std::vector<int>& q_positions,
   return std::upper_bound(k_positions.begin(), k_positions.end(), latest) - k_positions.begin();
 }
 
-// Calls work(block) for every block of queries of every sequence and head.
-template <class Work>
+// Calls work(block, scratch) for every block of queries of every sequence and head. The
+// (sequence, head) pairs are spread over the threads; a pair's blocks run in order on one thread
+// (the backward adds each block's dk and dv to its pair's rows). scratch: 2 · 64 · S_k values of
+// the thread's own.
+template <class T, class Work>
 void for_each_block(const Geometry& g, const std::vector<int>& q_positions,
                     const std::vector<int>& k_positions, Work&& work) {
-  for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
-    const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
-    const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
-    for (std::size_t b = 0; b < g.batch; ++b) {
-      for (std::size_t h = 0; h < g.heads; ++h) work(Block{b, h, first, rows, keys});
-    }
-  }
+  gpt::parallel_for(
+      g.batch * g.heads,
+      [&](std::size_t first_pair, std::size_t last_pair) {
+        std::vector<T> scratch(2 * kQueryBlock * g.k_len);
+        for (std::size_t pair = first_pair; pair < last_pair; ++pair) {
+          for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
+            const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
+            const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
+            work(Block{pair / g.heads, pair % g.heads, first, rows, keys}, scratch.data());
+          }
+        }
+      },
+      /*serial_blas=*/true);
 }
 
 // Offset of (row s of sequence b, first column of head h) in a (batch · len, heads · d) matrix.
@@ -122,13 +133,12 @@ AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt:
   const T minus_infinity = -std::numeric_limits<T>::infinity();
   AttentionOutput<T> result{xt::zeros<T>({g.batch * g.q_len, g.width()}),
                             xt::xtensor<T, 2>({g.batch * g.q_len, g.heads}, minus_infinity)};
-  std::vector<T> p(kQueryBlock * g.k_len);  // scores, then probabilities
-  for_each_block(g, q_positions, k_positions, [&](const Block& blk) {
-    if (blk.keys == 0) return;  // no key seen: lse -infinity, out 0
-    masked_scores(g, blk, q, k, q_positions, k_positions, p.data());
+  for_each_block<T>(g, q_positions, k_positions, [&](const Block& blk, T* p) {
+    if (blk.keys == 0) return;                                 // no key seen: lse -infinity, out 0
+    masked_scores(g, blk, q, k, q_positions, k_positions, p);  // scores, then probabilities
     // Row-wise softmax, stable: exp(s - max), and lse = max + log Σ exp(s - max).
     for (std::size_t i = 0; i < blk.rows; ++i) {
-      T* row = p.data() + i * blk.keys;
+      T* row = p + i * blk.keys;
       const T max = *std::max_element(row, row + blk.keys);
       if (max == minus_infinity) {  // this query sees none of the keys
         std::fill(row, row + blk.keys, T(0));
@@ -140,7 +150,7 @@ AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt:
       result.lse(blk.b * g.q_len + blk.first + i, blk.h) = max + std::log(sum);
     }
     // out_block = P · v_block
-    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, T(1), p.data(), blk.keys,
+    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, T(1), p, blk.keys,
                  v.data() + at(g, g.k_len, blk.b, 0, blk.h), g.width(), T(0),
                  result.out.data() + at(g, g.q_len, blk.b, blk.first, blk.h), g.width());
   });
@@ -164,24 +174,28 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
   }
   // D_i = Σ_c dout_ic · out_ic, per row and head.
   xt::xtensor<T, 2> d_rows({g.batch * g.q_len, g.heads});
-  for (std::size_t r = 0; r < g.batch * g.q_len; ++r) {
-    for (std::size_t h = 0; h < g.heads; ++h) {
-      T sum = 0;
-      for (std::size_t c = h * g.d; c < (h + 1) * g.d; ++c) sum += dout(r, c) * out(r, c);
-      d_rows(r, h) = sum;
+  gpt::parallel_for(g.batch * g.q_len, [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) {
+      const T* o = out.data() + r * g.width();
+      const T* d_o = dout.data() + r * g.width();
+      for (std::size_t h = 0; h < g.heads; ++h) {
+        T sum = 0;
+        for (std::size_t c = h * g.d; c < (h + 1) * g.d; ++c) sum += d_o[c] * o[c];
+        d_rows(r, h) = sum;
+      }
     }
-  }
+  });
   AttentionGrads<T> grads{xt::zeros<T>(q.shape()), xt::zeros<T>(k.shape()),
                           xt::zeros<T>(v.shape())};
   const T scale = T(1) / std::sqrt(T(g.d));
-  std::vector<T> p(kQueryBlock * g.k_len), dp(kQueryBlock * g.k_len);
-  for_each_block(g, q_positions, k_positions, [&](const Block& blk) {
+  for_each_block<T>(g, q_positions, k_positions, [&](const Block& blk, T* p) {
     if (blk.keys == 0) return;
-    masked_scores(g, blk, q, k, q_positions, k_positions, p.data());
+    T* dp = p + kQueryBlock * g.k_len;
+    masked_scores(g, blk, q, k, q_positions, k_positions, p);
     // P = exp(S - lse): the probabilities of the forward pass over ALL keys, this block's part.
     for (std::size_t i = 0; i < blk.rows; ++i) {
       const T row_lse = lse(blk.b * g.q_len + blk.first + i, blk.h);
-      T* row = p.data() + i * blk.keys;
+      T* row = p + i * blk.keys;
       for (std::size_t j = 0; j < blk.keys; ++j) {
         row[j] = std::isinf(row_lse) ? T(0) : std::exp(row[j] - row_lse);  // exp(-inf) = 0
       }
@@ -190,11 +204,11 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
     const T* q_block = q.data() + at(g, g.q_len, blk.b, blk.first, blk.h);
     const std::size_t keys_at = at(g, g.k_len, blk.b, 0, blk.h);
     // dV += Pᵀ · dout
-    gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, T(1), p.data(), blk.keys, dout_block,
-                 g.width(), T(1), grads.dv.data() + keys_at, g.width());
+    gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, T(1), p, blk.keys, dout_block, g.width(),
+                 T(1), grads.dv.data() + keys_at, g.width());
     // dP = dout · Vᵀ
     gpt::gemm<T>(false, true, blk.rows, blk.keys, g.d, T(1), dout_block, g.width(),
-                 v.data() + keys_at, g.width(), T(0), dp.data(), blk.keys);
+                 v.data() + keys_at, g.width(), T(0), dp, blk.keys);
     // dS = P ⊙ (dP − D), kept in dp
     for (std::size_t i = 0; i < blk.rows; ++i) {
       const T d_i = d_rows(blk.b * g.q_len + blk.first + i, blk.h);
@@ -204,11 +218,11 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
       }
     }
     // dQ = dS · K / √d (each block of queries is visited once per head), dK += dSᵀ · Q / √d
-    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, scale, dp.data(), blk.keys,
-                 k.data() + keys_at, g.width(), T(0),
-                 grads.dq.data() + at(g, g.q_len, blk.b, blk.first, blk.h), g.width());
-    gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, scale, dp.data(), blk.keys, q_block,
-                 g.width(), T(1), grads.dk.data() + keys_at, g.width());
+    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, scale, dp, blk.keys, k.data() + keys_at,
+                 g.width(), T(0), grads.dq.data() + at(g, g.q_len, blk.b, blk.first, blk.h),
+                 g.width());
+    gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, scale, dp, blk.keys, q_block, g.width(),
+                 T(1), grads.dk.data() + keys_at, g.width());
   });
   return grads;
 }

@@ -21,12 +21,12 @@ Block<T>::Block(int index, const GptConfig& config, const GptLayout& layout,
 }
 
 template <class T>
-const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
-                                   double batch_tokens) {
-  xt::noalias(after_attention_) = x + attention_.forward(ln1_.forward(x), positions, batch);
+const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const GptBatch& batch) {
+  xt::noalias(after_attention_) =
+      x + attention_.forward(ln1_.forward(x), batch.positions, batch.batch);
   const Matrix<T>& normalized = ln2_.forward(after_attention_);
-  const Matrix<T>& mlp_out =
-      moe_ ? moe_->forward(normalized, batch_tokens) : mlp_->forward(normalized);
+  const Matrix<T>& mlp_out = moe_ ? moe_->forward(normalized, batch.loss_tokens, batch.training)
+                                  : mlp_->forward(normalized);
   xt::noalias(y_) = after_attention_ + mlp_out;
   return y_;
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+
 #include <stdexcept>
 #include <string>
+#include "dtk/gpt/parallel.hpp"
 
 namespace dtk::gpt {
 
@@ -27,19 +29,21 @@ VocabParallelLoss<T> cross_entropy(const xt::xtensor<T, 2>& logits,
                                 std::to_string(targets.size()) + " targets");
   }
   VocabParallelLoss<T> result{xt::empty<T>({n}), xt::empty<T>({n, vocab})};
-  for (std::size_t i = 0; i < n; ++i) {
-    check_token(targets(i), vocab, "cross_entropy");
-    const T* row = logits.data() + i * vocab;
-    T* grad = result.logits_grad.data() + i * vocab;
-    // log Σ exp, stable: max + log Σ exp(x - max).
-    const T max = *std::max_element(row, row + vocab);
-    T sum = 0;
-    for (std::size_t v = 0; v < vocab; ++v) sum += grad[v] = std::exp(row[v] - max);
-    const T log_sum = max + std::log(sum);
-    result.loss(i) = log_sum - row[targets(i)];
-    for (std::size_t v = 0; v < vocab; ++v) grad[v] /= sum * T(n);
-    grad[targets(i)] -= T(1) / T(n);
-  }
+  for (std::size_t i = 0; i < n; ++i) check_token(targets(i), vocab, "cross_entropy");
+  parallel_for(n, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T* row = logits.data() + i * vocab;
+      T* grad = result.logits_grad.data() + i * vocab;
+      // log Σ exp, stable: max + log Σ exp(x - max).
+      const T max = *std::max_element(row, row + vocab);
+      T sum = 0;
+      for (std::size_t v = 0; v < vocab; ++v) sum += grad[v] = std::exp(row[v] - max);
+      const T log_sum = max + std::log(sum);
+      result.loss(i) = log_sum - row[targets(i)];
+      for (std::size_t v = 0; v < vocab; ++v) grad[v] /= sum * T(n);
+      grad[targets(i)] -= T(1) / T(n);
+    }
+  });
   return result;
 }
 

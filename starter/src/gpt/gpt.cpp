@@ -49,6 +49,12 @@ GptLoss Gpt<T>::forward(const GptBatch& batch) {
                                 std::to_string(batch.tokens.size()) + " tokens and " +
                                 std::to_string(batch.targets.size()) + " targets");
   }
+  if (layout_.sequence_parallel && per_sequence % layout_.tp_size != 0) {
+    throw std::invalid_argument("Gpt::forward: sequence parallelism over " +
+                                std::to_string(layout_.tp_size) + " ranks needs S divisible by " +
+                                std::to_string(layout_.tp_size) + ", got " +
+                                std::to_string(per_sequence) + " positions");
+  }
   batch_ = &batch;
   // The positions the residual stream holds: all of them, or under sequence parallelism this
   // rank's S/tp of each sequence.
@@ -61,7 +67,7 @@ GptLoss Gpt<T>::forward(const GptBatch& batch) {
   const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions);
   GptLoss loss;
   for (Block<T>& block : blocks_) {
-    x = &block.forward(*x, batch.positions, batch.batch, batch.loss_tokens);
+    x = &block.forward(*x, batch);
     loss.aux_loss += block.aux_loss();
   }
   const Matrix<T>& head_input =

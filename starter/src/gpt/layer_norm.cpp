@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "dtk/gpt/parallel.hpp"
+
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
@@ -20,23 +22,25 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x) {
   inv_std_.resize({rows});
   const T* w = weight.value.data();
   const T* b = bias.value.data();
-  for (std::size_t i = 0; i < rows; ++i) {
-    const T* in = x.data() + i * h;
-    T* xhat = normalized_.data() + i * h;
-    T* out = y_.data() + i * h;
-    T mean = 0;
-    for (std::size_t j = 0; j < h; ++j) mean += in[j];
-    mean /= T(h);
-    T variance = 0;
-    for (std::size_t j = 0; j < h; ++j) variance += (in[j] - mean) * (in[j] - mean);
-    variance /= T(h);
-    const T inv_std = T(1) / std::sqrt(variance + eps_);
-    inv_std_(i) = inv_std;
-    for (std::size_t j = 0; j < h; ++j) {
-      xhat[j] = (in[j] - mean) * inv_std;
-      out[j] = xhat[j] * w[j] + b[j];
+  parallel_for(rows, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T* in = x.data() + i * h;
+      T* xhat = normalized_.data() + i * h;
+      T* out = y_.data() + i * h;
+      T mean = 0;
+      for (std::size_t j = 0; j < h; ++j) mean += in[j];
+      mean /= T(h);
+      T variance = 0;
+      for (std::size_t j = 0; j < h; ++j) variance += (in[j] - mean) * (in[j] - mean);
+      variance /= T(h);
+      const T inv_std = T(1) / std::sqrt(variance + eps_);
+      inv_std_(i) = inv_std;
+      for (std::size_t j = 0; j < h; ++j) {
+        xhat[j] = (in[j] - mean) * inv_std;
+        out[j] = xhat[j] * w[j] + b[j];
+      }
     }
-  }
+  });
   return y_;
 }
 
@@ -45,25 +49,34 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
   const std::size_t rows = dy.shape(0), h = dy.shape(1);
   ensure_shape(dx_, rows, h);
   const T* w = weight.value.data();
+  parallel_for(rows, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T* g = dy.data() + i * h;
+      const T* xhat = normalized_.data() + i * h;
+      T* out = dx_.data() + i * h;
+      // mean(dx̂) and mean(dx̂ ⊙ x̂), with dx̂ = dy ⊙ weight
+      T mean_dxhat = 0, mean_dxhat_xhat = 0;
+      for (std::size_t j = 0; j < h; ++j) {
+        const T dxhat = g[j] * w[j];
+        mean_dxhat += dxhat;
+        mean_dxhat_xhat += dxhat * xhat[j];
+      }
+      mean_dxhat /= T(h);
+      mean_dxhat_xhat /= T(h);
+      for (std::size_t j = 0; j < h; ++j) {
+        out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * inv_std_(i);
+      }
+    }
+  });
+  // The parameters' gradients, summed over the rows in order (the same sums every run).
   T* dw = weight.grad.data();
   T* db = bias.grad.data();
   for (std::size_t i = 0; i < rows; ++i) {
     const T* g = dy.data() + i * h;
     const T* xhat = normalized_.data() + i * h;
-    T* out = dx_.data() + i * h;
-    // mean(dx̂) and mean(dx̂ ⊙ x̂), with dx̂ = dy ⊙ weight
-    T mean_dxhat = 0, mean_dxhat_xhat = 0;
     for (std::size_t j = 0; j < h; ++j) {
-      const T dxhat = g[j] * w[j];
-      mean_dxhat += dxhat;
-      mean_dxhat_xhat += dxhat * xhat[j];
       dw[j] += g[j] * xhat[j];
       db[j] += g[j];
-    }
-    mean_dxhat /= T(h);
-    mean_dxhat_xhat /= T(h);
-    for (std::size_t j = 0; j < h; ++j) {
-      out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * inv_std_(i);
     }
   }
   return dx_;

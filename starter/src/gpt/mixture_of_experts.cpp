@@ -26,7 +26,7 @@ MixtureOfExperts<T>::MixtureOfExperts(const std::string& prefix, const GptConfig
 }
 
 template <class T>
-void MixtureOfExperts<T>::route(const Matrix<T>& x) {
+void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training) {
   const std::size_t rows = x.shape(0), experts = num_experts_, k = top_k_;
   matmul(x, router.value, probs_);
   ensure_shape(gates_, rows, k);
@@ -53,9 +53,10 @@ void MixtureOfExperts<T>::route(const Matrix<T>& x) {
     }
     for (std::size_t e = 0; e < experts; ++e) statistics[experts + e] += p[e];
   }
+  aux_loss_ = 0;
+  if (!training) return;
   if (comm_.sum_over_batch) comm_.sum_over_batch(statistics);
   expert_rows_.assign(statistics.begin(), statistics.begin() + experts);
-  aux_loss_ = 0;
   for (std::size_t e = 0; e < experts; ++e) {
     const double share = expert_rows_[e] / (batch_tokens_ * k);        // f_e
     const double mean_prob = statistics[experts + e] / batch_tokens_;  // P_e
@@ -85,10 +86,11 @@ void MixtureOfExperts<T>::run_experts(const Matrix<T>& rows,
 }
 
 template <class T>
-const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_tokens) {
+const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_tokens,
+                                              bool training) {
   input_ = &x;
   batch_tokens_ = batch_tokens;
-  route(x);
+  route(x, training);
   auto [rows, plan] = comm_.moe_dispatch(x, expert_ids_, num_experts_);
   plan_ = std::move(plan);
   run_experts(rows, plan_.tokens_per_local_expert, false, expert_out_);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "dtk/gpt/parallel.hpp"
+
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
@@ -12,6 +14,13 @@ namespace {
 constexpr double kGeluScale = 0.7978845608028654;
 constexpr double kGeluCubic = 0.044715;
 
+// tanh(y) = 1 − 2 / (e^{2y} + 1): one exp, several times quicker than std::tanh, and exact to a
+// rounding error in 1 + tanh (all GELU needs). e^{2y} overflowing to infinity gives 1.
+template <class T>
+T fast_tanh(T y) {
+  return T(1) - T(2) / (std::exp(T(2) * y) + T(1));
+}
+
 // out = GELU(u)
 template <class T>
 void gelu(const Matrix<T>& u, Matrix<T>& out) {
@@ -19,10 +28,12 @@ void gelu(const Matrix<T>& u, Matrix<T>& out) {
   const T c = T(kGeluScale), a = T(kGeluCubic);
   const T* in = u.data();
   T* o = out.data();
-  for (std::size_t i = 0; i < u.size(); ++i) {
-    const T x = in[i];
-    o[i] = T(0.5) * x * (T(1) + std::tanh(c * (x + a * x * x * x)));
-  }
+  parallel_for(u.size(), [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T x = in[i];
+      o[i] = T(0.5) * x * (T(1) + fast_tanh(c * (x + a * x * x * x)));
+    }
+  });
 }
 
 // grad = out_grad ⊙ GELU'(u), GELU'(u) = (1 + t)/2 + u/2 · (1 − t²) · √(2/π) · (1 + 3a u²)
@@ -34,13 +45,15 @@ void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& gra
   const T* in = u.data();
   const T* g = out_grad.data();
   T* o = grad.data();
-  for (std::size_t i = 0; i < u.size(); ++i) {
-    const T x = in[i];
-    const T t = std::tanh(c * (x + a * x * x * x));
-    const T derivative =
-        T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
-    o[i] = g[i] * derivative;
-  }
+  parallel_for(u.size(), [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T x = in[i];
+      const T t = fast_tanh(c * (x + a * x * x * x));
+      const T derivative =
+          T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * a * x * x);
+      o[i] = g[i] * derivative;
+    }
+  });
 }
 
 }  // namespace

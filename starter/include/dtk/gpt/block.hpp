@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dtk/gpt/attention.hpp"
+#include "dtk/gpt/batch.hpp"
 #include "dtk/gpt/layer_norm.hpp"
 #include "dtk/gpt/mixture_of_experts.hpp"
 #include "dtk/gpt/mlp.hpp"
@@ -24,10 +25,8 @@ class Block {
   Block(int index, const GptConfig& config, const GptLayout& layout, const InitialWeights& init,
         const GptCommunication<T>& comm);
 
-  // positions, batch: as CausalSelfAttention takes them; batch_tokens: the global batch's tokens
-  // (for a mixture of experts' load balance).
-  const Matrix<T>& forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
-                           double batch_tokens);
+  // x: the residual stream of `batch`'s sequences.
+  const Matrix<T>& forward(const Matrix<T>& x, const GptBatch& batch);
   const Matrix<T>& backward(const Matrix<T>& dy);
 
   // The load-balancing loss of the last forward; 0 without experts.

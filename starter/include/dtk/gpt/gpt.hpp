@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dtk/gpt/batch.hpp"
 #include "dtk/gpt/block.hpp"
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
@@ -27,18 +28,6 @@
 #include "dtk/gpt/linear.hpp"
 
 namespace dtk::gpt {
-
-// What the model reads in one step, on this rank.
-struct GptBatch {
-  int batch = 0;               // B: sequences
-  std::vector<int> positions;  // their S positions this rank holds (0, 1, ..., T−1 on one rank)
-  Tokens tokens;               // (B · S): row b · S + s
-  Tokens targets;              // the next token of each, same layout; empty: no loss
-  // The loss is the mean over the GLOBAL batch: Σ cross-entropy / loss_tokens, where
-  // loss_tokens counts the tokens of every rank's sequences (the global B · T). Summing the
-  // ranks' gradients then gives the global batch's gradient.
-  double loss_tokens = 1;
-};
 
 struct GptLoss {
   double cross_entropy_sum = 0;  // over the rows this rank's LM head scored
@@ -56,7 +45,8 @@ class Gpt {
   Gpt(const Gpt&) = delete;  // its layers refer to its communication
   Gpt& operator=(const Gpt&) = delete;
 
-  // The forward pass; with targets, the loss. Keeps what backward needs.
+  // The forward pass; with targets, the loss. Keeps what backward needs, `batch` included: it
+  // must stay unchanged until backward().
   GptLoss forward(const GptBatch& batch);
   // Adds d loss / d parameter to every parameter's grad (after a forward with targets), where
   // loss = Σ cross-entropy / batch.loss_tokens + the load-balancing losses.

@@ -42,8 +42,8 @@ class MixtureOfExperts {
                    const InitialWeights& init, const GptCommunication<T>& comm);
 
   // x (N, h) → y (N, h). batch_tokens: the tokens of the global batch (the mean of P_e and the
-  // share f_e are over them).
-  const Matrix<T>& forward(const Matrix<T>& x, double batch_tokens);
+  // share f_e are over them). Without `training`, no load-balancing loss (aux_loss() 0).
+  const Matrix<T>& forward(const Matrix<T>& x, double batch_tokens, bool training);
   // dy (N, h) → dx (N, h), including the load-balancing loss's gradient.
   const Matrix<T>& backward(const Matrix<T>& dy);
 
@@ -59,7 +59,7 @@ class MixtureOfExperts {
   Parameter<T> router;  // (h, E), the same on every rank
 
  private:
-  void route(const Matrix<T>& x);
+  void route(const Matrix<T>& x, bool training);
   void run_experts(const Matrix<T>& rows, const std::vector<int>& rows_per_expert, bool backward,
                    Matrix<T>& out);
 

@@ -20,7 +20,9 @@ namespace dtk::gpt {
 // the model (weights_l2) counts it.
 enum class Sharing {
   // The whole tensor, the same on every rank of the tensor-parallel group: LayerNorms, the
-  // position embedding, the biases added after a row-parallel product, the router.
+  // position embedding, the biases added after a row-parallel product, the router. Under
+  // sequence parallelism a rank's gradient covers its positions only: the trainer sums them over
+  // the group.
   Replicated,
   // A slice: the tensor-parallel group holds the whole tensor between its ranks.
   TensorParallel,

@@ -1,0 +1,174 @@
+// gpt_train: trains a GPT (GPT-2's block, characters as tokens) on the King James Bible or on any
+// UTF-8 text, and reports its losses, a sample of what it writes, its speed (tokens/s, MFU) and
+// each rank's memory and communication.
+//
+//   ./gpt_train                                one rank, the default model, 300 steps
+//   mpirun -n 4 ./gpt_train --dp 4              data parallel over 4 ranks: the same model
+//   ./gpt_train --experts 4 --top_k 2           a mixture of experts in every block
+//
+// Ranks = tp × cp × dp. --help lists every flag. Tensor (--tp, --sp), context (--cp, --zigzag)
+// and expert (--ep) parallelism come with the trainers of Parts 10, 11 and 12.
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <dtk/gpt/corpus.hpp>
+#include <dtk/model/cores.hpp>
+
+#include "gpt_train.hpp"
+
+namespace dtk::gpt_train {
+
+namespace {
+
+std::string help_text() {
+  const Options d;
+  const gpt::GptTrainOptions& t = d.train;
+  std::ostringstream text;
+  text << "usage: mpirun -n N gpt_train [options]\n"
+       << "Trains a GPT on the King James Bible (or --corpus FILE) and reports its losses, a\n"
+       << "sample, its speed and each rank's memory and communication.\n\n"
+       << "Layout (N = tp x cp x dp ranks):\n"
+       << "  --dp N             data-parallel ranks, each reading batch_size / dp sequences "
+          "(default 1)\n"
+       << "  --tp N, --sp       tensor (and sequence) parallelism: Part 10\n"
+       << "  --cp N, --zigzag   context parallelism, ring attention: Part 11\n"
+       << "  --ep N             expert parallelism: Part 12\n"
+       << "Model:\n"
+       << "  --layers L         blocks (default " << t.model.layers << ")\n"
+       << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
+       << "  --heads A          attention heads, dividing the width (default " << t.model.heads
+       << ")\n"
+       << "  --seq T            context: positions per sequence (default " << t.model.seq_len
+       << ")\n"
+       << "  --experts E        a mixture of E experts in place of each MLP (default: none)\n"
+       << "  --top_k K          experts per token (default " << t.model.top_k << ")\n"
+       << "  --aux_loss A       the load-balancing loss's coefficient (default "
+       << t.model.aux_loss_coef << ")\n"
+       << "  --dtype D          float or double (default float)\n"
+       << "Training:\n"
+       << "  --corpus FILE      a UTF-8 text (default: the King James Bible, Debian's bible-kjv)\n"
+       << "  --batch_size B     sequences per step, over all data-parallel ranks (default "
+       << t.batch_size << ")\n"
+       << "  --steps S          training steps (default " << t.steps << ")\n"
+       << "  --optimizer O      adam or sgd (default adam)\n"
+       << "  --lr X             peak learning rate: linear warm-up, then a cosine to a tenth\n"
+       << "                     (default " << gpt::kAdamLearningRate << " with adam, "
+       << gpt::kSgdLearningRate << " with sgd)\n"
+       << "  --seed S           the starting weights and the batches (default " << t.seed << ")\n"
+       << "  --eval_every N     steps between validation losses (default: a tenth of the "
+          "steps)\n"
+       << "Output:\n"
+       << "  --sample N         write N characters with the trained model (default 0)\n"
+       << "  --temperature X    the sample's temperature (default " << t.temperature << ")\n"
+       << "  --report FILE      losses, validation, weights_l2, tokens/s, MFU, each rank's\n"
+       << "                     memory and bytes sent, as JSON\n"
+       << "  --trace FILE       a Chrome trace of every step: open it in https://ui.perfetto.dev\n"
+       << "  --help             show this help\n";
+  return text.str();
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  gpt::GptTrainOptions& t = o.train;
+  gpt::GptConfig& m = t.model;
+  std::optional<double> lr;  // --lr; each optimizer has its own default
+  const auto positive = [](const std::string& f, const std::string& v) {
+    return static_cast<int>(parse_positive(f, v));
+  };
+  using Setter = std::function<void(const std::string&, const std::string&)>;
+  const std::map<std::string, Setter> with_value = {
+      {"--tp", [&](auto& f, auto& v) { t.tp = positive(f, v); }},
+      {"--cp", [&](auto& f, auto& v) { t.cp = positive(f, v); }},
+      {"--dp", [&](auto& f, auto& v) { t.dp = positive(f, v); }},
+      {"--ep", [&](auto& f, auto& v) { t.ep = positive(f, v); }},
+      {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},
+      {"--top_k", [&](auto& f, auto& v) { m.top_k = positive(f, v); }},
+      {"--aux_loss",
+       [&](auto& f, auto& v) { m.aux_loss_coef = parse_positive_number(f, v, true); }},
+      {"--layers", [&](auto& f, auto& v) { m.layers = positive(f, v); }},
+      {"--hidden", [&](auto& f, auto& v) { m.hidden = positive(f, v); }},
+      {"--heads", [&](auto& f, auto& v) { m.heads = positive(f, v); }},
+      {"--seq", [&](auto& f, auto& v) { m.seq_len = positive(f, v); }},
+      {"--batch_size", [&](auto& f, auto& v) { t.batch_size = positive(f, v); }},
+      {"--steps", [&](auto& f, auto& v) { t.steps = parse_positive(f, v); }},
+      {"--lr", [&](auto& f, auto& v) { lr = parse_positive_number(f, v); }},
+      {"--optimizer",
+       [&](auto& f, auto& v) {
+         t.optimizer = parse_choice<gpt::Optimizer>(
+             f, v, {{"sgd", gpt::Optimizer::Sgd}, {"adam", gpt::Optimizer::Adam}});
+       }},
+      {"--seed",
+       [&](auto& f, auto& v) { t.seed = static_cast<std::uint32_t>(parse_integer(f, v, 0)); }},
+      {"--eval_every", [&](auto& f, auto& v) { t.eval_every = positive(f, v); }},
+      {"--corpus", [&](auto&, auto& v) { o.corpus = v; }},
+      {"--dtype",
+       [&](auto& f, auto& v) {
+         o.double_precision = parse_choice<bool>(f, v, {{"float", false}, {"double", true}});
+       }},
+      {"--report", [&](auto&, auto& v) { o.report_file = v; }},
+      {"--trace", [&](auto&, auto& v) { o.trace_file = v; }},
+      {"--sample",
+       [&](auto& f, auto& v) { t.sample_chars = static_cast<int>(parse_integer(f, v, 0)); }},
+      {"--temperature", [&](auto& f, auto& v) { t.temperature = parse_positive_number(f, v); }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+    } else if (arg == "--sp") {
+      t.sequence_parallel = true;
+    } else if (arg == "--zigzag") {
+      t.zigzag = true;
+    } else if (with_value.count(arg) == 0) {
+      throw UsageError("unknown option '" + arg + "' (see --help)");
+    } else if (i + 1 == argc) {
+      throw UsageError(arg + " needs a value (see --help)");
+    } else {
+      with_value.at(arg)(arg, argv[++i]);
+    }
+  }
+  const bool sgd = t.optimizer == gpt::Optimizer::Sgd;
+  t.lr = lr ? *lr : sgd ? gpt::kSgdLearningRate : gpt::kAdamLearningRate;
+  t.record_timeline = !o.trace_file.empty();
+  return o;
+}
+
+template <class T>
+void train(const Options& o, const gpt::Corpus& corpus, const Communicator& world) {
+  const gpt::GptTrainReport report = gpt::train_gpt<T>(o.train, corpus, world, std::cout);
+  if (world.Get_rank() != 0) return;
+  print_results(o, report);
+  write_report(o, corpus, report);
+  write_trace(o, report);
+}
+
+void run(const Options& o, const Communicator& world) {
+  share_cores(world);
+  const gpt::Corpus corpus = gpt::load_corpus(o.corpus, o.train.model.seq_len, world);
+  const std::string problem = gpt::gpt_options_problem(o.train, world.Get_size(), corpus);
+  if (!problem.empty()) throw UsageError(problem);
+  check_writable(o.report_file, "--report", world);
+  check_writable(o.trace_file, "--trace", world);
+  if (world.Get_rank() == 0) print_header(o, corpus, world.Get_size());
+  if (o.double_precision) {
+    train<double>(o, corpus, world);
+  } else {
+    train<float>(o, corpus, world);
+  }
+}
+
+}  // namespace
+
+}  // namespace dtk::gpt_train
+
+int main(int argc, char** argv) {
+  using namespace dtk::gpt_train;
+  return run_mpi_program(argc, argv, "gpt_train", [&](const dtk::Communicator& world) {
+    const Options options = parse(argc, argv);
+    if (!options.help) return run(options, world);
+    if (world.Get_rank() == 0) std::cout << help_text();
+  });
+}

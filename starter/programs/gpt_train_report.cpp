@@ -1,0 +1,194 @@
+// What gpt_train's rank 0 prints and writes: the header before training, the results after it,
+// the --report JSON and the --trace.
+#include <cstdio>
+#include <iostream>
+
+#include <dtk/gpt/gpt.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gpt_train.hpp"
+
+namespace dtk::gpt_train {
+
+namespace {
+
+const char* optimizer_name(gpt::Optimizer o) { return o == gpt::Optimizer::Adam ? "adam" : "sgd"; }
+
+std::string model_text(const gpt::GptConfig& m) {
+  std::string text = std::to_string(m.layers) + " layers, hidden " + std::to_string(m.hidden) +
+                     ", " + std::to_string(m.heads) + " heads, context " +
+                     std::to_string(m.seq_len);
+  if (m.mixture_of_experts()) {
+    text += ", " + std::to_string(m.experts) + " experts (top " + std::to_string(m.top_k) +
+            ", load-balancing loss x " + std::to_string(m.aux_loss_coef).substr(0, 6) + ")";
+  }
+  return text;
+}
+
+// "rank 2 · dp 1" (and "· tp 0 · cp 1" when those groups have more than one rank).
+std::vector<std::string> rank_labels(const Options& o, const gpt::GptTrainReport& r) {
+  std::vector<std::string> labels;
+  for (const gpt::GptRankReport& m : r.ranks) {
+    std::string label = "rank " + std::to_string(m.rank);
+    if (o.train.tp > 1) label += " · tp " + std::to_string(m.tp_idx);
+    if (o.train.cp > 1) label += " · cp " + std::to_string(m.cp_idx);
+    labels.push_back(label + " · dp " + std::to_string(m.dp_idx));
+  }
+  return labels;
+}
+
+std::string per_step(std::uint64_t bytes, long steps) {
+  return mebibytes(steps ? bytes / steps : 0);
+}
+
+}  // namespace
+
+void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
+  const gpt::GptTrainOptions& t = o.train;
+  gpt::GptConfig m = t.model;
+  m.vocab_size = corpus.vocab_size;
+  std::printf(
+      "Training a GPT of %.2fM parameters (%s; vocabulary %d: %zu characters + %zu "
+      "padding) in %s on %d %s (tp %d x cp %d x dp %d)\n",
+      gpt::parameter_count(m) / 1e6, model_text(m).c_str(), m.vocab_size, corpus.alphabet.size(),
+      m.vocab_size - corpus.alphabet.size(), o.double_precision ? "double" : "float", ranks,
+      ranks == 1 ? "rank" : "ranks", t.tp, t.cp, t.dp);
+  std::printf("  corpus: %s, %zu characters: %zu to train on, the last %zu held out\n",
+              corpus.source.c_str(), corpus.tokens.size(), corpus.training_tokens(),
+              corpus.validation_tokens());
+  const long warmup = std::max(1L, std::min(100L, t.steps / 10));
+  std::printf(
+      "  %ld steps of %d sequences (%d tokens), %s lr %g (warm-up %ld steps, cosine to "
+      "%g), seed %u\n",
+      t.steps, t.batch_size, t.batch_size * m.seq_len, optimizer_name(t.optimizer), t.lr, warmup,
+      t.lr / 10, t.seed);
+  std::fflush(stdout);
+}
+
+void print_results(const Options& o, const gpt::GptTrainReport& r) {
+  std::printf(
+      "\nTrained %ld steps on %.0f tokens in %.2f s: %.0f tokens/s, %.2f GFLOP/s = MFU "
+      "%.3f of the GEMM peak %.1f GFLOP/s\n",
+      r.steps, r.tokens, r.seconds, r.tokens_per_second, r.flops_per_second / 1e9, r.mfu,
+      r.gemm_peak / 1e9);
+  std::printf(
+      "Final loss %.4f (last training batch), validation loss %.4f; the text's bigram "
+      "entropy: %.4f nats per character\n",
+      r.final_loss, r.val_loss, r.bigram_entropy);
+  std::printf("Weights: L2 norm %.9g\n", r.weights_l2);
+  if (!r.sample.empty()) {
+    std::printf("\nSample (temperature %g):\n%s\n", o.train.temperature, r.sample.c_str());
+  }
+  std::printf(
+      "\nPeak memory per rank, MiB (model states kept between steps; activations kept "
+      "from the forward to the backward pass; transient: every other buffer of a step):\n");
+  std::printf("  %4s %10s %10s %10s %12s %10s\n", "rank", "params", "grads", "optimizer",
+              "activations", "transient");
+  for (const gpt::GptRankReport& m : r.ranks) {
+    std::printf("  %4d %s %s %s   %s %s\n", m.rank, mebibytes(m.parameters).c_str(),
+                mebibytes(m.gradients).c_str(), mebibytes(m.optimizer).c_str(),
+                mebibytes(m.activations).c_str(), mebibytes(m.transient).c_str());
+  }
+  std::printf("\nMiB sent per step, by group:\n  %4s %10s %10s %10s %10s\n", "rank", "tensor",
+              "context", "data", "expert");
+  for (const gpt::GptRankReport& m : r.ranks) {
+    std::printf("  %4d %s %s %s %s\n", m.rank, per_step(m.tensor_parallel_bytes, r.steps).c_str(),
+                per_step(m.context_parallel_bytes, r.steps).c_str(),
+                per_step(m.data_parallel_bytes, r.steps).c_str(),
+                per_step(m.expert_parallel_bytes, r.steps).c_str());
+  }
+  std::fflush(stdout);
+}
+
+void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTrainReport& r) {
+  if (o.report_file.empty()) return;
+  const gpt::GptTrainOptions& t = o.train;
+  nlohmann::json history = nlohmann::json::array(), validation = nlohmann::json::array(),
+                 ranks = nlohmann::json::array();
+  for (const gpt::GptStepRecord& s : r.history) {
+    history.push_back({{"step", s.step},
+                       {"loss", s.loss},
+                       {"aux_loss", s.aux_loss},
+                       {"lr", s.lr},
+                       {"seconds", s.seconds}});
+  }
+  for (const gpt::GptValidation& v : r.validation) {
+    validation.push_back({{"step", v.step}, {"loss", v.loss}});
+  }
+  for (const gpt::GptRankReport& m : r.ranks) {
+    const std::uint64_t sent = m.tensor_parallel_bytes + m.context_parallel_bytes +
+                               m.data_parallel_bytes + m.expert_parallel_bytes;
+    ranks.push_back({{"rank", m.rank},
+                     {"tp_idx", m.tp_idx},
+                     {"cp_idx", m.cp_idx},
+                     {"dp_idx", m.dp_idx},
+                     {"peak_bytes",
+                      {{"parameters", m.parameters},
+                       {"gradients", m.gradients},
+                       {"optimizer", m.optimizer},
+                       {"activations", m.activations},
+                       {"transient", m.transient}}},
+                     {"bytes_sent",
+                      {{"tensor_parallel", m.tensor_parallel_bytes},
+                       {"context_parallel", m.context_parallel_bytes},
+                       {"data_parallel", m.data_parallel_bytes},
+                       {"expert_parallel", m.expert_parallel_bytes}}},
+                     {"bytes_sent_per_step", r.steps ? double(sent) / r.steps : 0.0}});
+  }
+  const gpt::GptConfig& m = t.model;
+  const nlohmann::json report = {{"model",
+                                  {{"layers", m.layers},
+                                   {"hidden", m.hidden},
+                                   {"heads", m.heads},
+                                   {"seq_len", m.seq_len},
+                                   {"vocab_size", corpus.vocab_size},
+                                   {"experts", m.experts},
+                                   {"top_k", m.top_k},
+                                   {"aux_loss_coef", m.aux_loss_coef},
+                                   {"parameters", r.parameter_count}}},
+                                 {"layout",
+                                  {{"tp", t.tp},
+                                   {"cp", t.cp},
+                                   {"dp", t.dp},
+                                   {"ep", t.ep},
+                                   {"sp", t.sequence_parallel},
+                                   {"zigzag", t.zigzag}}},
+                                 {"corpus",
+                                  {{"source", corpus.source},
+                                   {"characters", corpus.tokens.size()},
+                                   {"alphabet", corpus.alphabet.size()},
+                                   {"training", corpus.training_tokens()},
+                                   {"validation", corpus.validation_tokens()}}},
+                                 {"dtype", o.double_precision ? "double" : "float"},
+                                 {"optimizer", optimizer_name(t.optimizer)},
+                                 {"lr", t.lr},
+                                 {"batch_size", t.batch_size},
+                                 {"seed", t.seed},
+                                 {"steps", r.steps},
+                                 {"tokens", r.tokens},
+                                 {"seconds", r.seconds},
+                                 {"final_loss", r.final_loss},
+                                 {"val_loss", r.val_loss},
+                                 {"bigram_entropy", r.bigram_entropy},
+                                 {"weights_l2", r.weights_l2},
+                                 {"tokens_per_second", r.tokens_per_second},
+                                 {"flops_per_second", r.flops_per_second},
+                                 {"gemm_peak_flops", r.gemm_peak},
+                                 {"mfu", r.mfu},
+                                 {"history", history},
+                                 {"validation", validation},
+                                 {"sample", r.sample},
+                                 {"ranks", ranks}};
+  write_file(o.report_file, "report", [&](std::ostream& out) { out << report.dump(2) << "\n"; });
+}
+
+void write_trace(const Options& o, const gpt::GptTrainReport& r) {
+  if (o.trace_file.empty()) return;
+  write_file(o.trace_file, "trace",
+             [&](std::ostream& out) { write_chrome_trace(out, r.timeline, rank_labels(o, r)); });
+  std::printf("\nTrace of %ld steps: %s (open it in https://ui.perfetto.dev or chrome://tracing)\n",
+              r.steps, o.trace_file.c_str());
+}
+
+}  // namespace dtk::gpt_train

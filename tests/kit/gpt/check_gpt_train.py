@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Kit self-test of gpt_train (assignment 3), run against the reference.
+
+  layouts  dp = 1, 2, 3, 4 train the same model: the same weights_l2 (relative 1e-5) and final
+           loss, for the dense model and a mixture of experts, in double and in float; and the
+           ranks of dp > 1 do send their gradients.
+  cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
+           status 2: unknown flags and values, layouts of Parts 10-12, a rank count that is not
+           tp x cp x dp, shapes the model refuses, a missing, empty, short or non-UTF-8 corpus, a
+           missing `bible`, an output file that cannot be made; a run that diverges stops with
+           one line and exit 1. --help exits 0.
+  learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
+           sequences of 32 characters): the validation loss falls below the text's bigram
+           entropy; the report, the sample and the trace hold what they should.
+
+usage: check_gpt_train.py MODE GPT_TRAIN MPIRUN [mpirun flags...]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MODE, PROGRAM, MPIRUN = sys.argv[1], sys.argv[2], sys.argv[3:]
+SCRATCH = tempfile.mkdtemp(prefix="dtk-gpt-train-")
+failures = []
+
+# A corpus of a few kilobytes of the Bible's words: quick to load, enough for tiny models.
+SMALL = os.path.join(SCRATCH, "small.txt")
+with open(SMALL, "w") as f:
+    f.write(("In the beginning God created the heaven and the earth.\n"
+             "And the earth was without form, and void; and darkness was upon the face of the deep.\n"
+             "And God said, Let there be light: and there was light.\n") * 40)
+TINY = ["--corpus", SMALL, "--layers", "2", "--hidden", "32", "--heads", "4", "--seq", "16"]
+
+
+def run(ranks, args, env=None):
+    """gpt_train with `args` on `ranks` ranks (one rank without mpirun: quicker to fail)."""
+    command = [PROGRAM] + args if ranks == 1 else MPIRUN + ["-n", str(ranks), PROGRAM] + args
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+def fail(message, result=None):
+    failures.append(message)
+    print("FAIL: " + message)
+    if result is not None:
+        print("\n".join("    " + line for line in (result.stdout + result.stderr).splitlines()[-15:]))
+
+
+def report_of(ranks, args, name):
+    path = os.path.join(SCRATCH, name + ".json")
+    result = run(ranks, args + ["--report", path])
+    if result.returncode != 0:
+        fail("gpt_train %s (-n %d) exited %d" % (" ".join(args), ranks, result.returncode), result)
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def layouts():
+    for model, extra in (("dense", []), ("mixture of experts", ["--experts", "4", "--top_k", "2"])):
+        for dtype in ("double", "float"):
+            reports = {}
+            for dp in (1, 2, 3, 4):
+                args = TINY + extra + ["--dp", str(dp), "--batch_size", "12", "--steps", "4",
+                                       "--dtype", dtype]
+                reports[dp] = report_of(dp, args, "dp%d" % dp)
+            if None in reports.values():
+                continue
+            base = reports[1]
+            worst = max(abs(r["weights_l2"] - base["weights_l2"]) / base["weights_l2"]
+                        for r in reports.values())
+            loss = max(abs(r["final_loss"] - base["final_loss"]) / base["final_loss"]
+                       for r in reports.values())
+            ok = worst <= 1e-5 and loss <= 1e-5
+            print("%s %-18s %-6s dp 1-4: weights_l2 %.12g, worst relative difference %.2e, final "
+                  "loss %.2e" % ("ok:" if ok else "FAIL:", model, dtype, base["weights_l2"], worst, loss))
+            if not ok:
+                failures.append("%s %s: dp changes the model" % (model, dtype))
+            for dp, r in reports.items():
+                sent = [rank["bytes_sent"]["data_parallel"] for rank in r["ranks"]]
+                if dp > 1 and min(sent) == 0:
+                    fail("%s %s dp %d: a rank sent no gradients (%s)" % (model, dtype, dp, sent))
+
+
+def expect_error(ranks, args, text, env=None, status=2):
+    result = run(ranks, args, env)
+    lines = [l for l in result.stderr.splitlines() if l.startswith("gpt_train: ")]
+    where = "gpt_train %s (-n %d)" % (" ".join(args), ranks)
+    if result.returncode != status:
+        fail("%s exited %d, expected %d" % (where, result.returncode, status), result)
+    elif text not in result.stderr:
+        fail("%s: its message lacks '%s'" % (where, text), result)
+    elif len(lines) != 1:
+        fail("%s: %d 'gpt_train:' lines, expected 1" % (where, len(lines)), result)
+    else:
+        print("ok: %s: %s" % (where, lines[0]))
+
+
+def cli():
+    empty = os.path.join(SCRATCH, "empty.txt")
+    open(empty, "w").close()
+    short = os.path.join(SCRATCH, "short.txt")
+    with open(short, "w") as f:
+        f.write("In the beginning")
+    latin1 = os.path.join(SCRATCH, "latin1.txt")
+    with open(latin1, "wb") as f:
+        f.write(b"Caf\xe9 au lait, " * 20)
+    expect_error(1, ["--bogus"], "unknown option '--bogus'")
+    expect_error(1, ["--dp", "two"], "--dp expects a positive integer, got 'two'")
+    expect_error(1, ["--layers"], "--layers needs a value")
+    expect_error(1, ["--optimizer", "lamb"], "--optimizer expects adam or sgd, got 'lamb'")
+    expect_error(1, ["--dtype", "half"], "--dtype expects double or float, got 'half'")
+    expect_error(1, ["--lr", "-1"], "--lr expects a positive number, got '-1'")
+    expect_error(1, TINY + ["--tp", "2"], "tensor parallelism is Part 10's")
+    expect_error(1, TINY + ["--cp", "2"], "context parallelism is Part 11's")
+    expect_error(1, TINY + ["--ep", "2", "--experts", "4"], "expert parallelism is Part 12's")
+    expect_error(1, TINY + ["--sp"], "--sp (sequence parallelism) needs tensor parallelism")
+    expect_error(1, TINY + ["--zigzag"], "--zigzag (the zigzag layout of ring attention) needs --cp > 1")
+    expect_error(1, TINY + ["--top_k", "2"], "--top_k 2 needs a mixture of experts")
+    expect_error(1, TINY + ["--experts", "2", "--top_k", "3"], "top_k 3 must be between 1 and the 2 experts")
+    expect_error(1, TINY + ["--heads", "3"], "3 heads do not divide the hidden width 32")
+    expect_error(2, TINY, "gpt_train needs tp x cp x dp = 1 x 1 x 1 = 1 ranks, but mpirun started 2")
+    expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
+    expect_error(2, TINY + ["--dp", "2", "--corpus", "/nonexistent/kjv.txt"],
+                 "--corpus /nonexistent/kjv.txt: cannot open this file")
+    expect_error(1, ["--corpus", empty], "--corpus %s is empty" % empty)
+    expect_error(1, ["--corpus", short, "--seq", "16"],
+                 "--corpus %s holds 16 characters, too few for sequences of 16" % short)
+    expect_error(1, ["--corpus", latin1], "--corpus %s is not UTF-8 text: byte 0xe9 at offset 3" % latin1)
+    expect_error(1, TINY + ["--report", "/nonexistent/dir/report.json"],
+                 "--report /nonexistent/dir/report.json: cannot create this file")
+    # A run that diverges stops at once, on every rank, saying so (exit 1: not a bad input).
+    expect_error(2, TINY + ["--dp", "2", "--batch_size", "4", "--steps", "20", "--optimizer", "sgd",
+                            "--lr", "1e6"], "the training diverged; try a smaller --lr", status=1)
+    # Without `bible`: a PATH of links to every other program (MPI finds its own through it).
+    no_bible = os.path.join(SCRATCH, "bin")
+    os.makedirs(no_bible)
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for name in os.listdir(directory) if os.path.isdir(directory) else []:
+            link = os.path.join(no_bible, name)
+            if name != "bible" and not os.path.lexists(link):
+                os.symlink(os.path.join(directory, name), link)
+    expect_error(1, [], "comes from the program `bible`, which is not installed: apt-get install "
+                 "bible-kjv, or pass --corpus FILE", env=dict(os.environ, PATH=no_bible))
+    result = run(1, ["--help"])
+    if result.returncode != 0 or "--corpus FILE" not in result.stdout:
+        fail("gpt_train --help exited %d or lists no --corpus" % result.returncode, result)
+    else:
+        print("ok: gpt_train --help")
+
+
+def learns():
+    trace = os.path.join(SCRATCH, "trace.json")
+    args = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--batch_size", "32",
+            "--steps", "250", "--lr", "1e-2", "--sample", "80", "--trace", trace]
+    r = report_of(1, args, "learns")
+    if r is None:
+        return
+    ok = r["val_loss"] < r["bigram_entropy"]
+    print("%s 250 steps on the King James Bible: validation loss %.4f, bigram entropy %.4f, "
+          "%.0f tokens/s" % ("ok:" if ok else "FAIL:", r["val_loss"], r["bigram_entropy"],
+                             r["tokens_per_second"]))
+    if not ok:
+        failures.append("the validation loss did not fall below the bigram entropy")
+    checks = [
+        (len(r["history"]) == 250 and r["history"][0]["loss"] > r["history"][-1]["loss"],
+         "the history holds every step and the loss falls"),
+        (len(r["validation"]) == 10, "a validation loss every tenth of the run"),
+        (len(r["sample"]) == 80, "a sample of 80 characters"),
+        (0 < r["mfu"] < 1, "an MFU between 0 and 1"),
+        (all(r["ranks"][0]["peak_bytes"][k] > 0 for k in
+             ("parameters", "gradients", "optimizer", "activations", "transient")),
+         "every memory category measured"),
+    ]
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    names = {e.get("name") for e in events if e.get("ph") == "X"}
+    checks.append(({"forward", "backward"} <= names, "the trace holds the forward and backward passes"))
+    for good, what in checks:
+        print("%s %s" % ("ok:" if good else "FAIL:", what))
+        if not good:
+            failures.append(what)
+
+
+try:
+    {"layouts": layouts, "cli": cli, "learns": learns}[MODE]()
+finally:
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,289 @@
+// Kit self-test: the GPT's attention kernels and its gradients, checked without PyTorch.
+//   - attention_block_forward equals softmax attention written out directly, causal by absolute
+//     position, also for queries and keys at scattered positions (zigzag chunks);
+//   - two disjoint blocks of keys, merged with the lse formula, give the block of all keys (what
+//     ring attention relies on); a row that sees no key has lse −∞ and out 0;
+//   - attention_block_backward equals finite differences, and summed over blocks of keys equals
+//     the backward over all of them;
+//   - the whole model's gradients (dense and mixture of experts) equal finite differences.
+//   ./build/tests/kit/kit_gpt_kernels
+#include "dtk_test.hpp"
+
+#include <dtk/gpt/attention_kernels.hpp>
+#include <dtk/gpt/gpt.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <xtensor/xview.hpp>
+
+namespace {
+
+using Matrix = xt::xtensor<double, 2>;
+using dtk::testing::Checks;
+const double kInfinity = std::numeric_limits<double>::infinity();
+
+Matrix random_matrix(std::size_t rows, std::size_t cols, std::mt19937& rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Matrix m({rows, cols});
+  for (double& v : m) v = normal(rng);
+  return m;
+}
+
+std::vector<int> range(int begin, int end) {
+  std::vector<int> r;
+  for (int i = begin; i < end; ++i) r.push_back(i);
+  return r;
+}
+
+// Softmax attention written out: for each sequence, head and query, the keys it sees.
+dtk::AttentionOutput<double> direct_attention(const Matrix& q, const Matrix& k, const Matrix& v,
+                                              const std::vector<int>& qp,
+                                              const std::vector<int>& kp, int batch, int heads) {
+  const std::size_t d = q.shape(1) / heads, sq = qp.size(), sk = kp.size();
+  dtk::AttentionOutput<double> r{xt::zeros<double>(q.shape()),
+                                 Matrix({q.shape(0), std::size_t(heads)}, -kInfinity)};
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (std::size_t i = 0; i < sq; ++i) {
+        std::vector<double> scores;
+        std::vector<std::size_t> seen;
+        for (std::size_t j = 0; j < sk; ++j) {
+          if (kp[j] > qp[i]) continue;
+          double s = 0;
+          for (std::size_t c = 0; c < d; ++c)
+            s += q(b * sq + i, h * d + c) * k(b * sk + j, h * d + c);
+          scores.push_back(s / std::sqrt(double(d)));
+          seen.push_back(j);
+        }
+        if (seen.empty()) continue;
+        double total = 0;
+        for (double s : scores) total += std::exp(s);
+        r.lse(b * sq + i, h) = std::log(total);
+        for (std::size_t n = 0; n < seen.size(); ++n) {
+          for (std::size_t c = 0; c < d; ++c) {
+            r.out(b * sq + i, h * d + c) +=
+                std::exp(scores[n]) / total * v(b * sk + seen[n], h * d + c);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// The keys and values of the chosen positions (indices into kp) of every sequence.
+Matrix key_rows(const Matrix& m, const std::vector<int>& chosen, std::size_t sk, int batch) {
+  Matrix out({batch * chosen.size(), m.shape(1)});
+  for (int b = 0; b < batch; ++b) {
+    for (std::size_t n = 0; n < chosen.size(); ++n) {
+      xt::row(out, b * chosen.size() + n) = xt::row(m, b * sk + chosen[n]);
+    }
+  }
+  return out;
+}
+
+// Part 11's merge, written here from its formula: the attention over A ∪ B from A's and B's.
+dtk::AttentionOutput<double> merge(const dtk::AttentionOutput<double>& a,
+                                   const dtk::AttentionOutput<double>& b, int heads) {
+  dtk::AttentionOutput<double> r = a;
+  const std::size_t d = a.out.shape(1) / heads;
+  for (std::size_t i = 0; i < a.lse.shape(0); ++i) {
+    for (int h = 0; h < heads; ++h) {
+      const double la = a.lse(i, h), lb = b.lse(i, h), m = std::max(la, lb);
+      if (m == -kInfinity) continue;
+      const double wa = std::exp(la - m), wb = std::exp(lb - m);
+      for (std::size_t c = h * d; c < (h + 1) * d; ++c) {
+        r.out(i, c) = (wa * a.out(i, c) + wb * b.out(i, c)) / (wa + wb);
+      }
+      r.lse(i, h) = m + std::log(wa + wb);
+    }
+  }
+  return r;
+}
+
+void check_same(Checks& check, const std::string& what, const Matrix& expected,
+                const Matrix& actual, double tolerance = 1e-12) {
+  check.close(what, expected, actual, tolerance, tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("kit | attention_block_forward: direct softmax attention, causal by position", "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    std::mt19937 rng(1);
+    const int batch = 2, heads = 3, d = 4;
+    // contiguous; zigzag's chunks 0 and 3 of 4 queries over all keys; queries after the keys
+    const std::vector<std::pair<std::vector<int>, std::vector<int>>> cases = {
+        {range(0, 70), range(0, 70)},
+        {{0, 1, 2, 3, 12, 13, 14, 15}, range(0, 16)},
+        {range(8, 16), range(0, 8)}};
+    for (const auto& [qp, kp] : cases) {
+      const Matrix q = random_matrix(batch * qp.size(), heads * d, rng);
+      const Matrix k = random_matrix(batch * kp.size(), heads * d, rng);
+      const Matrix v = random_matrix(batch * kp.size(), heads * d, rng);
+      const auto expected = direct_attention(q, k, v, qp, kp, batch, heads);
+      const auto actual = dtk::attention_block_forward(q, k, v, qp, kp, batch, heads);
+      const std::string name =
+          std::to_string(qp.size()) + " queries, " + std::to_string(kp.size()) + " keys";
+      check_same(check, name + ": out", expected.out, actual.out);
+      check_same(check, name + ": lse", expected.lse, actual.lse);
+    }
+  });
+}
+
+TEST_CASE(
+    "kit | attention_block_forward: blocks of keys merged give all keys; no key: lse -inf, out 0",
+    "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    std::mt19937 rng(2);
+    const int batch = 2, heads = 2, d = 3;
+    const std::vector<int> qp = {0, 1, 2, 3, 12, 13, 14, 15}, kp = range(0, 16);
+    const Matrix q = random_matrix(batch * qp.size(), heads * d, rng);
+    const Matrix k = random_matrix(batch * kp.size(), heads * d, rng);
+    const Matrix v = random_matrix(batch * kp.size(), heads * d, rng);
+    const auto whole = dtk::attention_block_forward(q, k, v, qp, kp, batch, heads);
+    // Keys split as a ring of 2 zigzag ranks holds them: {0-3, 12-15} and {4-11}.
+    const std::vector<int> a = {0, 1, 2, 3, 12, 13, 14, 15}, b = range(4, 12);
+    const auto part_a = dtk::attention_block_forward(
+        q, key_rows(k, a, 16, batch), key_rows(v, a, 16, batch), qp, a, batch, heads);
+    const auto part_b = dtk::attention_block_forward(
+        q, key_rows(k, b, 16, batch), key_rows(v, b, 16, batch), qp, b, batch, heads);
+    // Queries 0-3 see none of block b's keys.
+    for (int bq = 0; bq < batch; ++bq) {
+      for (int i = 0; i < 4; ++i) {
+        for (int h = 0; h < heads; ++h) {
+          check.that(part_b.lse(bq * 8 + i, h) == -kInfinity,
+                     "a query that sees no key has lse -inf");
+        }
+        for (int c = 0; c < heads * d; ++c) {
+          check.that(part_b.out(bq * 8 + i, c) == 0.0, "a query that sees no key has out 0");
+        }
+      }
+    }
+    const auto merged = merge(part_a, part_b, heads);
+    check_same(check, "merged out", whole.out, merged.out);
+    check_same(check, "merged lse", whole.lse, merged.lse);
+  });
+}
+
+namespace {
+
+// Σ out ⊙ weights: a loss whose gradient with respect to out is `weights`.
+double weighted_out(const Matrix& q, const Matrix& k, const Matrix& v, const std::vector<int>& qp,
+                    const std::vector<int>& kp, int batch, int heads, const Matrix& weights) {
+  return xt::sum(dtk::attention_block_forward(q, k, v, qp, kp, batch, heads).out * weights)();
+}
+
+}  // namespace
+
+TEST_CASE("kit | attention_block_backward: finite differences, and blocks of keys sum to all keys",
+          "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    std::mt19937 rng(3);
+    const int batch = 2, heads = 2, d = 3;
+    const std::vector<int> qp = range(0, 9), kp = range(0, 9);
+    Matrix q = random_matrix(batch * 9, heads * d, rng),
+           k = random_matrix(batch * 9, heads * d, rng),
+           v = random_matrix(batch * 9, heads * d, rng);
+    const Matrix dout = random_matrix(batch * 9, heads * d, rng);
+    const auto fwd = dtk::attention_block_forward(q, k, v, qp, kp, batch, heads);
+    const auto grads =
+        dtk::attention_block_backward(q, k, v, fwd.out, fwd.lse, dout, qp, kp, batch, heads);
+    const double eps = 1e-6;
+    const std::vector<std::pair<Matrix*, const Matrix*>> inputs = {
+        {&q, &grads.dq}, {&k, &grads.dk}, {&v, &grads.dv}};
+    const char* names[] = {"dq", "dk", "dv"};
+    for (std::size_t n = 0; n < inputs.size(); ++n) {
+      Matrix& x = *inputs[n].first;
+      Matrix numeric = xt::zeros<double>(x.shape());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double kept = x.data()[i];
+        x.data()[i] = kept + eps;
+        const double plus = weighted_out(q, k, v, qp, kp, batch, heads, dout);
+        x.data()[i] = kept - eps;
+        const double minus = weighted_out(q, k, v, qp, kp, batch, heads, dout);
+        x.data()[i] = kept;
+        numeric.data()[i] = (plus - minus) / (2 * eps);
+      }
+      check.close(std::string(names[n]) + " against finite differences", numeric, *inputs[n].second,
+                  1e-6, 1e-7);
+    }
+    // Keys in two blocks, {0, 1, 2, 6, 7, 8} and {3, 4, 5}: the final out and lse, each block's dq
+    // summed, each block's dk and dv the rows of its keys.
+    const std::vector<int> a = {0, 1, 2, 6, 7, 8}, b = {3, 4, 5};
+    Matrix dq_sum = xt::zeros<double>(q.shape());
+    for (const auto* block : {&a, &b}) {
+      const auto part = dtk::attention_block_backward(q, key_rows(k, *block, 9, batch),
+                                                      key_rows(v, *block, 9, batch), fwd.out,
+                                                      fwd.lse, dout, qp, *block, batch, heads);
+      dq_sum += part.dq;
+      check_same(check, "a block's dk", key_rows(grads.dk, *block, 9, batch), part.dk);
+      check_same(check, "a block's dv", key_rows(grads.dv, *block, 9, batch), part.dv);
+    }
+    check_same(check, "dq summed over the blocks", grads.dq, dq_sum);
+  });
+}
+
+namespace {
+
+// loss = Σ cross-entropy / loss_tokens + load-balancing losses, as the model defines it.
+double model_loss(dtk::gpt::Gpt<double>& model, const dtk::gpt::GptBatch& batch) {
+  const dtk::gpt::GptLoss loss = model.forward(batch);
+  return loss.cross_entropy_sum / batch.loss_tokens + loss.aux_loss;
+}
+
+void check_model_gradients(Checks& check, int experts, int top_k) {
+  dtk::gpt::GptConfig config;
+  config.vocab_size = 64;
+  config.seq_len = 6;
+  config.layers = 2;
+  config.hidden = 8;
+  config.heads = 2;
+  config.experts = experts;
+  config.top_k = top_k;
+  config.aux_loss_coef = 0.1;
+  dtk::gpt::Gpt<double> model(config, dtk::gpt::one_rank_layout(config), 7);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 0.5);
+  for (auto* p : model.parameters()) {
+    for (double& v : p->value) v += normal(rng);
+  }
+  dtk::gpt::GptBatch batch;
+  batch.batch = 2;
+  batch.positions = range(0, 5);
+  batch.tokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+  batch.targets = {1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+  batch.loss_tokens = 10;
+  model.forward(batch);
+  model.zero_grad();
+  model.backward();
+  const double eps = 1e-6;
+  report_first_few(check, [&](Checks& all) {
+    for (auto* p : model.parameters()) {
+      // A few entries of each parameter: its first, its last and one between.
+      for (const std::size_t i : {std::size_t(0), p->value.size() / 2, p->value.size() - 1}) {
+        const double kept = p->value.data()[i];
+        p->value.data()[i] = kept + eps;
+        const double plus = model_loss(model, batch);
+        p->value.data()[i] = kept - eps;
+        const double minus = model_loss(model, batch);
+        p->value.data()[i] = kept;
+        const double numeric = (plus - minus) / (2 * eps), analytic = p->grad.data()[i];
+        all.that(std::abs(numeric - analytic) <= 1e-6 + 1e-5 * std::abs(numeric),
+                 p->name + "[" + std::to_string(i) + "]: backward gives " +
+                     std::to_string(analytic) + ", finite differences " + std::to_string(numeric));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+TEST_CASE("kit | Gpt<double>: every parameter's gradient equals finite differences", "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    check_model_gradients(check, 0, 1);
+    check_model_gradients(check, 4, 2);
+  });
+}
