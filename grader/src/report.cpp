@@ -57,8 +57,9 @@ void write_results_json(const Report& report, const std::string& path) {
   if (!report.leaderboard.empty()) {
     nlohmann::json board = nlohmann::json::array();
     for (const LeaderboardEntry& entry : report.leaderboard) {
-      board.push_back(
-          {{"name", shown_name(entry.name)}, {"value", rounded(entry.value)}, {"order", "asc"}});
+      board.push_back({{"name", shown_name(entry.name)},
+                       {"value", rounded(entry.value)},
+                       {"order", entry.higher_is_better ? "desc" : "asc"}});
     }
     results["leaderboard"] = board;
   }
@@ -107,6 +108,11 @@ void print_table(const Report& report, std::ostream& out) {
   if (report.bonus > 0) {
     std::snprintf(line, sizeof line, " %7s\n", ("+" + fixed(report.bonus)).c_str());
     out << "Bonus  " << std::string(width, ' ') << line;
+  }
+  for (const LeaderboardEntry& entry : report.leaderboard) {
+    std::snprintf(line, sizeof line, " %.4f (%s is better)\n", entry.value,
+                  entry.higher_is_better ? "higher" : "lower");
+    out << "Leaderboard  " << shown_name(entry.name) << line;
   }
 }
 
