@@ -204,6 +204,11 @@ GradebookRow read_row(const std::string& student, const std::string& dir,
     row.total += score;
     if (score < max_score) row.failed[name] = test.value("output", "");
   }
+  for (const json& entry : results.value("leaderboard", json::array())) {
+    if (!entry.is_object() || !entry.value("value", json()).is_number()) continue;
+    row.leaderboard.push_back({entry.value("name", ""), entry["value"].get<double>(),
+                               entry.value("order", "asc") == "desc"});
+  }
   return row;
 }
 

@@ -63,6 +63,35 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
   return svg;
 }
 
+// The class ranked by each leaderboard entry of results.json (Part 7's speed ratios, lower first;
+// Part 13's mean MFU, higher first), ties by name.
+std::string leaderboard_tables(const std::vector<GradebookRow>& rows) {
+  std::map<std::string, std::vector<std::pair<const GradebookRow*, LeaderboardEntry>>> boards;
+  for (const GradebookRow& row : rows) {
+    for (const LeaderboardEntry& entry : row.leaderboard)
+      boards[entry.name].push_back({&row, entry});
+  }
+  std::string html;
+  for (auto& [name, ranked] : boards) {
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      const double x = a.second.value, y = b.second.value;
+      if (x != y) return a.second.higher_is_better ? x > y : x < y;
+      return a.first->student < b.first->student;
+    });
+    html += "<h2>Leaderboard: " + shown_html(name) + "</h2>\n<p>" +
+            (ranked.front().second.higher_is_better ? "Higher" : "Lower") +
+            " is better.</p>\n<table><tr><th>rank</th><th>student</th><th>" + shown_html(name) +
+            "</th></tr>\n";
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      html += "<tr><td>" + std::to_string(i + 1) + "</td><td>" +
+              shown_html(ranked[i].first->student) + "</td><td>" +
+              number("%.4f", ranked[i].second.value) + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  return html;
+}
+
 }  // namespace
 
 void write_summary_page(const std::string& path, const Manifest& manifest,
@@ -128,6 +157,8 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
     }
     page += "</table>\n";
   }
+
+  page += leaderboard_tables(rows);
 
   std::vector<double> seconds;
   for (const GradebookRow& row : rows) {

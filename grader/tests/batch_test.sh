@@ -5,7 +5,9 @@
 #   2. an interrupted batch goes on where it stopped, with its seed; another seed is refused;
 #   3. summary.html holds a histogram (valid SVG) per part and the most failed tests;
 #   4. Gradescope's "Export Submissions" layout is graded by student id;
-#   5. nothing of the job slots' sandbox users is left running.
+#   5. --similarity ranks a disguised copy first;
+#   6. the summary page ranks a class by its leaderboard (assignment 3's mean MFU);
+#   7. nothing of the job slots' sandbox users is left running.
 #
 # usage: batch_test.sh <kit source dir> <dtk-grade> <work dir>
 set -euo pipefail
@@ -148,7 +150,23 @@ if echo "$pairs" | grep -q "^data/data_parallel_preprocess.cpp: .*cyd"; then
 fi
 [ -f "$work/similar-graded/similarity/model_func_impl.cpp/ada--bob.html" ] || fail "no side-by-side page"
 
-echo "6. nothing left running"
+echo "6. a class ranked by its leaderboard (assignment 3, Part 13's mean MFU, higher first)"
+planners=$work/planners
+for student in ann ben cid; do mkdir -p "$planners/$student/planner"; done
+cp "$root/solutions/planner/planner.cpp" "$planners/ben/planner/"
+cp "$root/starter/planner/planner.cpp" "$planners/ann/planner/"
+cp "$root/solutions/planner/planner.cpp" "$planners/cid/planner/"
+patch -s -p1 -d "$planners/cid" < "$root/grader/tests/submissions/planner_no_context_parallel.patch"
+"$grade" --batch "$planners" --assignment 3 --jobs 2 --seed 7 "${args[@]}" > "$work/planners.log" 2>&1 ||
+  { cat "$work/planners.log"; fail "assignment 3's batch failed"; }
+ranking=$(sed -n 's|^<tr><td>\([0-9]*\)</td><td>\([a-z]*\)</td><td>[0-9.]*</td></tr>$|\1 \2|p' \
+  "$work/planners-graded/summary.html" | tr '\n' ' ')
+[ "$ranking" = "1 ben 2 cid 3 ann " ] || fail "the leaderboard ranks: '$ranking'"
+grep -q "<h2>Leaderboard: Part 13: mean MFU</h2>" "$work/planners-graded/summary.html" ||
+  fail "no leaderboard on the summary page"
+echo "    ranked: $ranking"
+
+echo "7. nothing left running"
 for user in dtk-sandbox dtk-sandbox1; do
   if id -u "$user" > /dev/null 2>&1 && pgrep -u "$user" > /dev/null; then
     fail "processes of $user are still running: $(ps -u "$user" -o pid=,args=)"
