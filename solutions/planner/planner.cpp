@@ -11,6 +11,7 @@
 
 namespace dtk {
 
+// dtk:part 13
 namespace {
 
 // The divisors of n, increasing.
@@ -83,5 +84,6 @@ TrainingPlan plan_training(const std::string& model_config_path,
   // Nothing fits: the plan that comes closest (it scores 0, as every plan would).
   return best_mfu > 0 ? best : smallest;
 }
+// dtk:end
 
 }  // namespace dtk

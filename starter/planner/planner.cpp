@@ -17,6 +17,7 @@ namespace dtk {
 // ...
 // }  // namespace
 
+// dtk:part 13
 TrainingPlan plan_training(const std::string& model_config_path,
                            const std::string& cluster_config_path, double global_batch_tokens,
                            int seq_len) {
@@ -40,5 +41,6 @@ TrainingPlan plan_training(const std::string& model_config_path,
   //     win (does GPipe ever beat 1F1B here? sequence parallelism ever lose?).
   throw NotImplemented("plan_training", "planner/planner.cpp");
 }
+// dtk:end
 
 }  // namespace dtk
