@@ -218,11 +218,6 @@ void write_gradebook(const std::string& path, const Manifest& manifest,
   file << "student";
   for (const Part& part : manifest.parts) file << ",Part " << part.number;
   file << ",total,bonus,seed,seconds,status\n";
-  auto formatted = [](const char* format, double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, format, value);
-    return std::string(text);
-  };
   for (const GradebookRow& row : rows) {
     file << row.student;
     for (const Part& part : manifest.parts)

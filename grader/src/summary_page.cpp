@@ -15,12 +15,6 @@ constexpr int kBins = 10;               // a histogram's bars: tenths of the max
 constexpr std::size_t kTopFailed = 10;  // the tests failed most often, listed
 constexpr std::size_t kSampleChars = 1500;
 
-std::string number(const char* format, double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-
 // How many scores fall in each tenth of `max` (a full score in the last bar).
 std::vector<int> binned(const std::vector<double>& scores, double max) {
   std::vector<int> bins(kBins, 0);
@@ -51,15 +45,15 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
              "' font-size='11' text-anchor='middle'>" + std::to_string(bins[b]) + "</text>";
     }
     svg += "<text x='" + std::to_string(x + width / 2) + "' y='" + std::to_string(axis + 14) +
-           "' font-size='10' text-anchor='middle'>" + number("%g", max * b / kBins) + "</text>";
+           "' font-size='10' text-anchor='middle'>" + formatted("%g", max * b / kBins) + "</text>";
   }
   svg += "<line x1='" + std::to_string(left) + "' y1='" + std::to_string(axis) + "' x2='" +
          std::to_string(left + kBins * (width + gap)) + "' y2='" + std::to_string(axis) +
          "' stroke='#333'/>";
   svg += "<text x='" + std::to_string(left + kBins * (width + gap) / 2) + "' y='" +
          std::to_string(axis + 30) +
-         "' font-size='11' text-anchor='middle'>points (bars: " + "tenths of " + number("%g", max) +
-         ")</text></svg>";
+         "' font-size='11' text-anchor='middle'>points (bars: " + "tenths of " +
+         formatted("%g", max) + ")</text></svg>";
   return svg;
 }
 
@@ -85,7 +79,7 @@ std::string leaderboard_tables(const std::vector<GradebookRow>& rows) {
     for (std::size_t i = 0; i < ranked.size(); ++i) {
       html += "<tr><td>" + std::to_string(i + 1) + "</td><td>" +
               shown_html(ranked[i].first->student) + "</td><td>" +
-              number("%.4f", ranked[i].second.value) + "</td></tr>\n";
+              formatted("%.4f", ranked[i].second.value) + "</td></tr>\n";
     }
     html += "</table>\n";
   }
@@ -169,10 +163,10 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
     std::sort(seconds.begin(), seconds.end());
     double sum = 0;
     for (double s : seconds) sum += s;
-    page += "<p>Per hand-in: median " + number("%.1f", seconds[seconds.size() / 2]) + " s, mean " +
-            number("%.1f", sum / seconds.size()) + " s, fastest " +
-            number("%.1f", seconds.front()) + " s, slowest " + number("%.1f", seconds.back()) +
-            " s (" + std::to_string(seconds.size()) +
+    page += "<p>Per hand-in: median " + formatted("%.1f", seconds[seconds.size() / 2]) +
+            " s, mean " + formatted("%.1f", sum / seconds.size()) + " s, fastest " +
+            formatted("%.1f", seconds.front()) + " s, slowest " +
+            formatted("%.1f", seconds.back()) + " s (" + std::to_string(seconds.size()) +
             " gradings; several at once with --jobs).</p>\n";
   }
   if (!similar.empty()) {

@@ -94,4 +94,10 @@ std::string shown_html(std::string_view text) {
   return html;
 }
 
+std::string formatted(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
 }  // namespace dtk::grade

@@ -18,4 +18,7 @@ std::string shown_text(std::string_view text);
 // shown_text() for an HTML page (the batch's summary): <, >, &, " and ' escaped too.
 std::string shown_html(std::string_view text);
 
+// A number as printf's `format` writes it ("%.4f", "%g"), for the grader's own texts.
+std::string formatted(const char* format, double value);
+
 }  // namespace dtk::grade

@@ -4,16 +4,11 @@
 #include <cstdio>
 
 #include "judge.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
 namespace {
-
-std::string number(const char* format, double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
 
 const Value* real_named(const TestRun& run, const std::string& name) {
   if (run.ranks.empty()) return nullptr;
@@ -58,14 +53,14 @@ TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestR
   if (result.share == 1) {
     earned = "all of this case's points";
   } else if (result.share > 0) {
-    earned = number("%g", result.share) + " of this case's points";
+    earned = formatted("%g", result.share) + " of this case's points";
   } else {
-    earned = "nothing (the lowest tier asks for " + number("%g", tiers.levels.back().at_least) +
+    earned = "nothing (the lowest tier asks for " + formatted("%g", tiers.levels.back().at_least) +
              " of the reference's)";
   }
-  result.output = tiers.value + " " + number("%.4f", result.value) + ", " + number("%.3f", ratio) +
-                  " of the reference's " + number("%.4f", best) + ": " + earned + ".\n" +
-                  outcomes(actual);
+  result.output = tiers.value + " " + formatted("%.4f", result.value) + ", " +
+                  formatted("%.3f", ratio) + " of the reference's " + formatted("%.4f", best) +
+                  ": " + earned + ".\n" + outcomes(actual);
   return result;
 }
 
