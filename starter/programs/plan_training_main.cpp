@@ -18,7 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -51,34 +51,25 @@ struct Options {
   std::string model, cluster, plans;
   double tokens = 0;
   long seq = 0;
-  std::optional<dtk::TrainingPlan> plan;  // given with the plan flags
-  bool dp_given = false;
+  std::string plan;  // the plan's flags as a line of a plans file ("tp=8 sp"), "" if none
 };
 
-// The plan's dp when it was left out: the GPUs that tp, cp and pp leave.
-void fill_dp(dtk::TrainingPlan& plan, const dtk::ClusterConfig& cluster) {
-  plan.dp = std::max(1, cluster.gpus / std::max(1, plan.tp * plan.cp * plan.pp));
-}
+// The flags of a plan's integer fields, each the key of a plans file's line.
+const std::set<std::string> kPlanCounts = {"--tp", "--cp",           "--pp",  "--dp",
+                                           "--ep", "--microbatches", "--zero"};
 
 Options parse_arguments(int argc, char** argv) {
   using namespace dtk::command_line;
   Options o;
-  auto plan = [&o]() -> dtk::TrainingPlan& {
-    if (!o.plan) o.plan = dtk::TrainingPlan{};
-    return *o.plan;
-  };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
       o.help = true;
-    } else if (flag == "--sp") {
-      plan().sequence_parallel = true;
-    } else if (flag == "--recompute") {
-      plan().recompute = true;
+    } else if (flag == "--sp" || flag == "--recompute") {
+      o.plan += " " + flag.substr(2);
     } else {
       if (i + 1 == argc) throw UsageError(flag + " needs a value (try --help)");
       const std::string value = argv[++i];
-      auto count = [&] { return static_cast<int>(parse_positive(flag, value)); };
       if (flag == "--model") {
         o.model = value;
       } else if (flag == "--cluster") {
@@ -89,24 +80,12 @@ Options parse_arguments(int argc, char** argv) {
         o.tokens = parse_positive_number(flag, value);
       } else if (flag == "--seq") {
         o.seq = parse_positive(flag, value);
-      } else if (flag == "--tp") {
-        plan().tp = count();
-      } else if (flag == "--cp") {
-        plan().cp = count();
-      } else if (flag == "--pp") {
-        plan().pp = count();
-      } else if (flag == "--dp") {
-        plan().dp = count();
-        o.dp_given = true;
-      } else if (flag == "--ep") {
-        plan().ep = count();
-      } else if (flag == "--microbatches") {
-        plan().microbatches = count();
-      } else if (flag == "--zero") {
-        plan().zero_stage = static_cast<int>(parse_integer(flag, value, 0));
+      } else if (kPlanCounts.count(flag)) {
+        parse_integer(flag, value, flag == "--zero" ? 0 : 1);  // refused here with its flag
+        o.plan += " " + flag.substr(2) + "=" + value;
       } else if (flag == "--schedule") {
-        plan().schedule =
-            parse_choice<std::string>(flag, value, {{"1f1b", "1f1b"}, {"gpipe", "gpipe"}});
+        o.plan +=
+            " " + parse_choice<std::string>(flag, value, {{"1f1b", "1f1b"}, {"gpipe", "gpipe"}});
       } else {
         throw UsageError("unknown argument \"" + flag + "\" (try --help)");
       }
@@ -119,11 +98,14 @@ Options parse_arguments(int argc, char** argv) {
                                       {"--seq", o.seq == 0}}) {
     if (missing) throw UsageError(std::string(flag) + " is required (try --help)");
   }
-  if (o.plan && !o.plans.empty()) throw UsageError("give a plan's flags or --plans, not both");
+  if (!o.plan.empty() && !o.plans.empty())
+    throw UsageError("give a plan's flags or --plans, not both");
   return o;
 }
 
-// One line of a plans file: "tp=8 cp=1 pp=2 dp=4 ep=1 microbatches=32 zero=1 sp recompute 1f1b".
+// One line of a plans file, "tp=8 cp=1 pp=2 dp=4 ep=1 microbatches=32 zero=1 sp recompute 1f1b":
+// the fields it leaves out keep TrainingPlan's defaults, but dp, which takes the GPUs that tp,
+// cp and pp leave.
 dtk::TrainingPlan parse_plan_line(const std::string& line, const dtk::ClusterConfig& cluster) {
   dtk::TrainingPlan plan;
   bool dp_given = false;
@@ -164,7 +146,7 @@ dtk::TrainingPlan parse_plan_line(const std::string& line, const dtk::ClusterCon
       throw UsageError("plan \"" + line + "\": unknown key \"" + key + "\"");
     }
   }
-  if (!dp_given) fill_dp(plan, cluster);
+  if (!dp_given) plan.dp = std::max(1, cluster.gpus / std::max(1, plan.tp * plan.cp * plan.pp));
   return plan;
 }
 
@@ -259,13 +241,9 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    dtk::TrainingPlan plan;
-    if (o.plan) {
-      plan = *o.plan;
-      if (!o.dp_given) fill_dp(plan, cluster);
-    } else {
-      plan = dtk::plan_training(o.model, o.cluster, o.tokens, seq);
-    }
+    const dtk::TrainingPlan plan = o.plan.empty()
+                                       ? dtk::plan_training(o.model, o.cluster, o.tokens, seq)
+                                       : parse_plan_line(o.plan, cluster);
     const dtk::SimulatedStep step =
         dtk::simulate_training_step(model, cluster, plan, o.tokens, seq);
     print_simulation(plan, step, model, cluster, o);
