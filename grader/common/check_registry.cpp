@@ -16,7 +16,7 @@ std::vector<CheckInfo>& registry() {
 
 constexpr CaseKind kKinds[] = {CaseKind::layout, CaseKind::config,   CaseKind::budget,
                                CaseKind::buffer, CaseKind::pipeline, CaseKind::zero,
-                               CaseKind::fields};
+                               CaseKind::fields, CaseKind::plan};
 
 CaseKind kind_named(const std::string& name) {
   for (CaseKind kind : kKinds) {
@@ -58,6 +58,8 @@ const char* kind_name(CaseKind kind) {
       return "zero";
     case CaseKind::fields:
       return "fields";
+    case CaseKind::plan:
+      return "plan";
   }
   return "?";
 }

@@ -12,7 +12,7 @@
 namespace dtk::grade {
 
 // How a check's case texts read (test_case.hpp lists them).
-enum class CaseKind { layout, config, budget, buffer, pipeline, zero, fields };
+enum class CaseKind { layout, config, budget, buffer, pipeline, zero, fields, plan };
 
 struct CheckInfo {
   std::string function;  // the student function, e.g. "get_info"

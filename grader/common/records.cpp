@@ -159,6 +159,8 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
       current->exited = true;
     } else if (kind == "note") {
       current->notes.push_back(rest);
+    } else if (kind == "outcome") {
+      current->outcomes.push_back(rest);
     } else if (kind == "part") {
       current_part = rest;
     } else if (kind == "moved") {
@@ -230,6 +232,9 @@ void RecordWriter::end(const std::string& id) {
 }
 
 void RecordWriter::note(const std::string& text) { block_ += "note " + one_line(text) + "\n"; }
+void RecordWriter::outcome(const std::string& text) {
+  block_ += "outcome " + one_line(text) + "\n";
+}
 
 void RecordWriter::part(const std::string& name) { block_ += "part " + one_line(name) + "\n"; }
 

@@ -4,6 +4,10 @@
 // "end <id>"; a block without its end is a test during which that rank died or hung. In between,
 // one record per line, name and payload separated by a tab:
 //   note <text>                              describes the configuration (for feedback)
+//   outcome <text>                           describes what the student's call returned: the
+//                                            student's run's are shown in feedback, never the
+//                                            reference's (Part 13's plan, which the student
+//                                            must find)
 //   part <name>                              the values that follow form this part of the
 //                                            result (a rubric item may judge it alone)
 //   int <name>\t<value>
@@ -60,6 +64,7 @@ struct TestOutput {
   bool exited = false;     // the rank's process ended (exit()) during the test
   bool tampered = false;   // begun twice or a wrong hash: something else wrote into the file
   std::vector<std::string> notes;
+  std::vector<std::string> outcomes;
   std::vector<std::pair<std::string, Value>> values;  // in the order written
   std::vector<std::string> errors;
   std::vector<std::string> forbidden;  // "MPI_Bcast (called from ...)"
@@ -96,6 +101,7 @@ class RecordWriter {
   void begin(const std::string& id);
   void end(const std::string& id);
   void note(const std::string& text);
+  void outcome(const std::string& text);
   void part(const std::string& name);
   void mistake(const std::string& value, const std::string& description, const std::string& dtype,
                const std::vector<std::size_t>& shape, const std::vector<double>& values);

@@ -66,7 +66,7 @@ std::string TestCase::case_text() const {
     if (width > 0) text += " width=" + std::to_string(width);
     return text;
   }
-  if (check().kind != CaseKind::layout) return arg;  // config, budget, fields: the text itself
+  if (check().kind != CaseKind::layout) return arg;  // config, budget, fields, plan: the text
   std::string text = "mp=" + std::to_string(mp) + " dp=" + std::to_string(dp);
   if (pp != 1) text += " pp=" + std::to_string(pp);
   return type.empty() ? text : text + " " + type;
@@ -359,6 +359,40 @@ TestCase parse_fields(const CheckInfo& check, const std::string& text) {
   return test;
 }
 
+// "model=llama3_8b cluster=h100_80gb_x64 tokens=4194304 seq=8192", in this order: config names
+// and the batch.
+TestCase parse_plan(const CheckInfo& check, const std::string& text) {
+  TestCase test = with_arg(check, text);
+  const std::string expected =
+      " (expected model=NAME cluster=NAME tokens=T seq=S: two config names of grader/configs, "
+      "a whole number of tokens and a sequence length that divides it)";
+  std::istringstream tokens(text);
+  std::vector<std::string> words;
+  for (std::string word; tokens >> word;) words.push_back(word);
+  const std::vector<std::string> keys = {"model", "cluster", "tokens", "seq"};
+  if (words.size() != keys.size()) bad_case(check.function, text, "has no plan" + expected);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (words[i].rfind(keys[i] + "=", 0) != 0)
+      bad_case(check.function, text, "\"" + words[i] + "\" is not " + keys[i] + "=" + expected);
+  }
+  auto name = [&](const std::string& word) {
+    const std::string value = word.substr(word.find('=') + 1);
+    if (value.empty() ||
+        value.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+      bad_case(check.function, text, "\"" + word + "\" is not a config name" + expected);
+    return value;
+  };
+  test.model = name(words[0]);
+  test.cluster = name(words[1]);
+  const Field batch = field_of(words[2]), seq = field_of(words[3]);
+  if (!batch.whole_in(1, 1e12) || !seq.count_in(1, 1 << 24) ||
+      std::fmod(*batch.number, *seq.number) != 0)
+    bad_case(check.function, text, "has no batch" + expected);
+  test.tokens = *batch.number;
+  test.seq = static_cast<int>(*seq.number);
+  return test;
+}
+
 }  // namespace
 
 TestCase parse_test_case(const std::string& function, const std::string& case_text) {
@@ -379,6 +413,8 @@ TestCase parse_test_case(const std::string& function, const std::string& case_te
       return parse_zero(*check, case_text);
     case CaseKind::fields:
       return parse_fields(*check, case_text);
+    case CaseKind::plan:
+      return parse_plan(*check, case_text);
   }
   bad_case(function, case_text, "unknown kind of check");
 }

@@ -29,6 +29,9 @@
 //   fields  "p=P [float|double] key=value ... word ...": the general form, for checks that need
 //           no syntax of their own: P ranks (default 1), the type (typed checks), and the keys
 //           and words the check declares (CheckInfo::case_words), numbers as values
+//   plan    "model=NAME cluster=NAME tokens=T seq=S" (assignment 3, Part 13): a model config and
+//           a cluster config from grader/configs (each NAME.json), a global batch of T tokens
+//           in sequences of S
 #pragma once
 
 #include <cstddef>
@@ -62,6 +65,9 @@ struct TestCase {
   std::size_t numel = 0;   // zero checks: the flat vector's length
   std::map<std::string, double> values;  // fields checks: key=value
   std::vector<std::string> words;        // fields checks: plain words, in the text's order
+  std::string model, cluster;            // plan checks: config names
+  double tokens = 0;                     // plan checks: the global batch, tokens
+  int seq = 0;                           // plan checks: the sequence length
 
   const CheckInfo& check() const;
   int ranks() const;  // MPI ranks the test runs on

@@ -223,6 +223,11 @@ GradebookRow read_row(const std::string& student, const std::string& dir,
     row.total += score;
     if (score < max_score) row.failed[name] = test.value("output", "");
   }
+  for (const json& entry : results.value("leaderboard", json::array())) {
+    if (!entry.is_object() || !entry.value("value", json()).is_number()) continue;
+    row.leaderboard.push_back({entry.value("name", ""), entry["value"].get<double>(),
+                               entry.value("order", "asc") == "desc"});
+  }
   return row;
 }
 
@@ -239,11 +244,6 @@ void write_gradebook(const std::string& path, const Manifest& manifest,
   for (const Part& part : manifest.parts) header.push_back("Part " + std::to_string(part.number));
   header.insert(header.end(), {"total", "bonus", "seed", "seconds", "status"});
   std::string csv = csv_line(header);
-  auto formatted = [](const char* format, double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, format, value);
-    return std::string(text);
-  };
   for (const GradebookRow& row : rows) {
     std::vector<std::string> fields = {row.student};
     for (const Part& part : manifest.parts)

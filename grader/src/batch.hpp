@@ -12,6 +12,7 @@
 
 #include "cli.hpp"
 #include "manifest.hpp"
+#include "report.hpp"
 #include "toolchain.hpp"
 
 namespace dtk::grade {
@@ -26,6 +27,7 @@ struct GradebookRow {
   std::string status;  // "graded", or what went wrong with the grader
   // The failed tests: name -> the feedback (for the summary page).
   std::map<std::string, std::string> failed;
+  std::vector<LeaderboardEntry> leaderboard;  // results.json's (the summary page ranks by them)
 };
 
 // Returns dtk-grade's exit status: 0 when every hand-in was graded, 1 when the grader failed

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "manifest.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -18,6 +19,18 @@ std::string ranks_of(const Part& part, const std::string& function) {
   std::string text;
   for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
   return text + (ranks.size() == 1 && *ranks.begin() == 1 ? " rank" : " ranks");
+}
+
+// "scored by tiers of mfu (its ratio to the reference's: >= 0.97 all, >= 0.9 0.75, ...)".
+std::string tiers_text(const Tiers& tiers) {
+  std::string text = "scored by tiers of " + tiers.value + " (its ratio to the reference's:";
+  for (const TierLevel& level : tiers.levels) {
+    text += (&level == &tiers.levels.front() ? " >= " : ", >= ") + formatted("%g", level.at_least) +
+            (level.share == 1 ? " all" : " " + formatted("%g", level.share));
+  }
+  text += " of a case's points)";
+  if (!tiers.leaderboard.empty()) text += "; leaderboard \"" + tiers.leaderboard + "\"";
+  return text;
 }
 
 double total_weight(const Part& part) {
@@ -44,6 +57,8 @@ void print_check_list(const Toolchain& toolchain, std::ostream& out) {
         used.insert(function);
         out << "    " << function << "  [" << kind_name(find_check(function)->kind) << ", "
             << ranks_of(part, function) << "]\n";
+        const auto tiers = part.tiers.find(function);
+        if (tiers != part.tiers.end()) out << "      " << tiers_text(tiers->second) << "\n";
         for (const RubricItem& item : part.rubric) {
           if (item.function != function) continue;
           std::snprintf(points, sizeof points, "%g", part.points * item.weight / weight);

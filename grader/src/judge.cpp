@@ -200,14 +200,16 @@ std::string received_finding(const TestOutput& expected, const TestOutput& actua
          "Sendrecv.\n";
 }
 
+// What the student's call threw.
+std::string error_text(const std::string& error) {
+  if (error.rfind("NotImplemented", 0) == 0) return "not implemented yet: " + error;
+  return "threw an exception: " + error;
+}
+
 // Everything wrong with one rank's outputs, one finding per line.
 std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
                           const Tolerances& tolerances, const std::string& result_part) {
-  if (!actual.errors.empty()) {
-    const std::string& error = actual.errors.front();
-    if (error.rfind("NotImplemented", 0) == 0) return "not implemented yet: " + error;
-    return "threw an exception: " + error;
-  }
+  if (!actual.errors.empty()) return error_text(actual.errors.front());
   std::string findings =
       communication_finding(expected, actual) + received_finding(expected, actual);
   for (const auto& [name, value] : expected.values) {
@@ -236,6 +238,21 @@ std::string whole_lines(const std::string& text) {
   const std::size_t keep = cut == std::string::npos ? text.find('\n') : cut + 1;
   if (keep == std::string::npos) return text;
   return text.substr(0, keep) + "[... the rest is left out]\n";
+}
+
+// Why the run of one side did not finish, or "".
+std::string unfinished(const TestRun& expected, const TestRun& actual) {
+  if (!expected.finished) {
+    return "the reference solution failed on this test, so it cannot be judged (a problem of "
+           "the grading kit, not of the submission): " +
+           expected.problem;
+  }
+  if (!actual.finished) {
+    std::string text = whole_lines(actual.problem);
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    return text;
+  }
+  return "";
 }
 
 }  // namespace
@@ -268,22 +285,20 @@ std::vector<std::string> forbidden_calls(const TestRun& actual) {
   return {calls.begin(), calls.end()};
 }
 
+std::string run_problem(const TestRun& expected, const TestRun& actual) {
+  const std::string problem = unfinished(expected, actual);
+  if (!problem.empty()) return problem;
+  for (const TestOutput& rank : actual.ranks) {
+    if (!rank.errors.empty()) return error_text(rank.errors.front()) + "\n";
+  }
+  return "";
+}
+
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
               const std::string& result_part) {
   Verdict verdict;
-
-  if (!expected.finished) {
-    verdict.output =
-        "the reference solution failed on this test, so it cannot be judged (a "
-        "problem of the grading kit, not of the submission): " +
-        expected.problem;
-    return verdict;
-  }
-  if (!actual.finished) {
-    verdict.output = whole_lines(actual.problem);
-    if (!verdict.output.empty() && verdict.output.back() != '\n') verdict.output += "\n";
-    return verdict;
-  }
+  verdict.output = unfinished(expected, actual);
+  if (!verdict.output.empty()) return verdict;
   // Identical findings of several ranks are reported once.
   std::vector<std::string> per_rank;
   for (std::size_t r = 0; r < expected.ranks.size(); ++r) {

@@ -25,6 +25,11 @@ struct Verdict {
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
               const std::string& result_part = "");
 
+// Why a case cannot be judged at all, ending in a newline: the reference failed on it (a problem
+// of the kit), the student's run did not finish (crash, timeout), or the student's call threw
+// on some rank. "" when both ran to the end.
+std::string run_problem(const TestRun& expected, const TestRun& actual);
+
 // The forbidden MPI calls the student's ranks recorded, each once.
 std::vector<std::string> forbidden_calls(const TestRun& actual);
 

@@ -128,13 +128,34 @@ void read_rubric(const Reader& entry, const std::string& function,
   }
 }
 
+Tiers read_tiers(const json& object, const std::string& where) {
+  const Reader r(object, where, {"value", "levels", "leaderboard"});
+  Tiers tiers;
+  tiers.value = r.required<std::string>("value");
+  if (tiers.value.empty()) r.fail("\"value\" must name the value the check records");
+  const json& levels = r.get("levels");
+  if (!levels.is_array() || levels.empty()) r.fail("\"levels\" must be a non-empty list");
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const Reader l(levels[i], where + ", levels[" + std::to_string(i) + "]", {"at_least", "share"});
+    const TierLevel level{l.required<double>("at_least"), l.required<double>("share")};
+    if (!(level.at_least > 0)) l.fail("\"at_least\" must be a ratio > 0");
+    if (!(level.share > 0 && level.share <= 1)) l.fail("\"share\" must be in (0, 1]");
+    if (!tiers.levels.empty() &&
+        !(level.at_least < tiers.levels.back().at_least && level.share < tiers.levels.back().share))
+      l.fail("levels must be listed best first (\"at_least\" and \"share\" decreasing)");
+    tiers.levels.push_back(level);
+  }
+  tiers.leaderboard = r.required<std::string>("leaderboard");
+  return tiers;
+}
+
 void read_tests(const json& entries, const std::string& where, Part& part) {
   if (!entries.is_array() || entries.empty()) {
     throw ManifestError(where + ": \"tests\" must be a non-empty list");
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string entry_where = where + ", tests[" + std::to_string(i) + "]";
-    const Reader entry(entries[i], entry_where, {"function", "cases", "public", "rubric"});
+    const Reader entry(entries[i], entry_where, {"function", "cases", "public", "rubric", "tiers"});
     const std::string function = entry.value<std::string>("function", "");
     if (!find_check(function)) entry.fail("no hidden test checks \"" + function + "\"");
     const std::vector<std::string> cases = entry.strings("cases");
@@ -145,6 +166,8 @@ void read_tests(const json& entries, const std::string& where, Part& part) {
         entry.fail("case \"" + text + "\" is listed twice");
     }
     read_rubric(entry, function, cases, entry_where, part);
+    if (entry.has("tiers"))
+      part.tiers[function] = read_tiers(entry.get("tiers"), entry_where + ", tiers");
     for (const std::string& text : entry.strings("public")) {
       bool listed = false;
       for (PlannedTest& planned : part.tests) {

@@ -2,6 +2,7 @@
 // edit it; dtk-grade validates it and says exactly what is wrong.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -51,6 +52,22 @@ struct SpeedBonus {
   bool leaderboard = false;      // the ratios go to results.json's leaderboard
 };
 
+// Partial credit by a figure of merit the check records (a test's "tiers", Part 13's MFU): each
+// case of the function's items earns a share of the item's points by the ratio of the student's
+// value to the reference's (higher is better), the first level the ratio reaches; a case that
+// fails otherwise (an exception, a crash, a timeout) earns nothing.
+struct TierLevel {
+  double at_least = 0;  // the student's value / the reference's, at least this
+  double share = 0;     // of the case's points
+};
+struct Tiers {
+  std::string value;              // the real the check records ("mfu")
+  std::vector<TierLevel> levels;  // best first
+  // The name of results.json's leaderboard entry: the student's value averaged over the
+  // function's cases (0 where a case failed), higher is better; "" for none.
+  std::string leaderboard;
+};
+
 struct Part {
   int number = 0;
   std::string title;
@@ -60,6 +77,7 @@ struct Part {
   std::vector<std::string> functions;  // the student functions its tests check
   std::vector<PlannedTest> tests;      // every case any of its items is checked on, run once
   std::vector<RubricItem> rubric;
+  std::map<std::string, Tiers> tiers;  // function -> its tiers, for functions scored by tiers
   // The rules of its code, its own or else the manifest's: the MPI functions it may call
   // itself, and the Communicator's calls it may make ("Allreduce", "Send", ...).
   std::set<std::string> allowed_mpi, allowed_communicator;

@@ -53,8 +53,9 @@ nlohmann::json test_json(const TestResult& test, const std::string& visibility) 
 nlohmann::json leaderboard_json(const std::vector<LeaderboardEntry>& leaderboard) {
   nlohmann::json board = nlohmann::json::array();
   for (const LeaderboardEntry& entry : leaderboard) {
-    board.push_back(
-        {{"name", shown_name(entry.name)}, {"value", rounded(entry.value)}, {"order", "asc"}});
+    board.push_back({{"name", shown_name(entry.name)},
+                     {"value", rounded(entry.value)},
+                     {"order", entry.higher_is_better ? "desc" : "asc"}});
   }
   return board;
 }
@@ -137,8 +138,14 @@ void replace_speed_bonus(const std::string& path, const Report& bonus) {
   for (const TestResult& test : bonus.tests) tests.push_back(test_json(test, visibility));
   results["tests"] = tests;
   results["score"] = rounded(score + bonus.bonus);
+  // The bonus's entries (time ratios, lower first) are replaced; the others (a tiered part's
+  // mean, higher first) stay.
+  nlohmann::json board = leaderboard_json(bonus.leaderboard);
+  for (const nlohmann::json& entry : results.value("leaderboard", nlohmann::json::array())) {
+    if (entry.is_object() && entry.value("order", "") == "desc") board.push_back(entry);
+  }
   results.erase("leaderboard");
-  if (!bonus.leaderboard.empty()) results["leaderboard"] = leaderboard_json(bonus.leaderboard);
+  if (!board.empty()) results["leaderboard"] = board;
   if (bonus.bonus_state.empty()) {
     if (results.contains("extra_data")) results["extra_data"].erase("speed_bonus");
   } else {
@@ -186,6 +193,11 @@ void print_table(const Report& report, std::ostream& out) {
   if (report.bonus > 0) {
     std::snprintf(line, sizeof line, " %7s\n", ("+" + fixed(report.bonus)).c_str());
     out << "Bonus  " << std::string(width, ' ') << line;
+  }
+  for (const LeaderboardEntry& entry : report.leaderboard) {
+    std::snprintf(line, sizeof line, " %.4f (%s is better)\n", entry.value,
+                  entry.higher_is_better ? "higher" : "lower");
+    out << "Leaderboard  " << shown_name(entry.name) << line;
   }
 }
 

@@ -27,7 +27,8 @@ struct PartResult {
 
 struct LeaderboardEntry {
   std::string name;
-  double value = 0;  // lower is better
+  double value = 0;
+  bool higher_is_better = false;  // Gradescope's "order": "desc" (else "asc")
 };
 
 struct Report {

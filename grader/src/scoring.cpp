@@ -1,5 +1,7 @@
 #include "scoring.hpp"
 
+#include "tiers.hpp"
+
 namespace dtk::grade {
 
 namespace {
@@ -51,10 +53,18 @@ namespace {
 constexpr std::size_t kMaxOutput = 4000;  // characters of failing cases shown per item
 
 struct ItemJudgement {
-  std::vector<std::string> passed, failed;  // case texts
+  std::vector<std::string> passed, failed;  // case texts (scored by tiers: all points or not)
   std::vector<std::string> failures;        // one block per failed case
+  double earned = 0;                        // the share of the item's points
+  std::map<std::string, double> values;     // scored by tiers: case id -> the student's value
 };
 
+std::string case_heading(const std::string& label, const TestRun& expected) {
+  const std::string setup = configuration(expected);
+  return "On " + label + (setup.empty() ? "" : " (" + setup + ")") + ":\n";
+}
+
+// All or nothing: right on every case, or wrong.
 ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
                          const std::map<std::string, CaseOutcome>& cases) {
   const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
@@ -75,23 +85,48 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
       continue;
     }
     judgement.failed.push_back(label);
-    const std::string setup = configuration(*run.expected);
-    judgement.failures.push_back("On " + label + (setup.empty() ? "" : " (" + setup + ")") + ":\n" +
-                                 verdict.output);
+    judgement.failures.push_back(case_heading(label, *run.expected) + verdict.output);
   }
+  judgement.earned = judgement.failed.empty() ? 1 : 0;
   return judgement;
 }
 
-// The failing cases, named all at once, then as many of their findings as fit (the first
-// always whole).
-std::string failure_text(const ItemJudgement& judgement) {
-  std::string text = "Wrong on " + listed(judgement.failed);
-  if (!judgement.passed.empty()) text += "; right on " + listed(judgement.passed);
+// By tiers: each case earns its share of the item's points (the item's points shared equally
+// by its cases).
+ItemJudgement judge_tiered_item(const Tiers& tiers, const RubricItem& item,
+                                const std::map<std::string, CaseOutcome>& cases) {
+  ItemJudgement judgement;
+  double shares = 0;
+  for (const std::string& id : item.cases) {
+    const auto outcome = cases.find(id);
+    if (outcome == cases.end()) continue;
+    const std::string label = parse_test_id(id).case_text();
+    const CaseOutcome& run = outcome->second;
+    TieredCase tiered;
+    tiered.output = run.blocked + "\n";
+    if (run.actual != nullptr) tiered = judge_tiered(tiers, *run.expected, *run.actual);
+    judgement.values[id] = tiered.value;
+    shares += tiered.share;
+    (tiered.share == 1 ? judgement.passed : judgement.failed).push_back(label);
+    if (tiered.share < 1)
+      judgement.failures.push_back(case_heading(label, *run.expected) + tiered.output);
+  }
+  const std::size_t judged = judgement.passed.size() + judgement.failed.size();
+  judgement.earned = judged == 0 ? 0 : shares / judged;
+  return judgement;
+}
+
+// The cases below full marks, named all at once, then as many of their findings as fit (the
+// first always whole).
+std::string failure_text(const ItemJudgement& judgement, bool tiered) {
+  std::string text = (tiered ? "Below full marks on " : "Wrong on ") + listed(judgement.failed);
+  if (!judgement.passed.empty())
+    text += (tiered ? "; full marks on " : "; right on ") + listed(judgement.passed);
   text += ".\n";
   // The header counts against the same budget as the findings.
   const std::size_t room = kMaxOutput > text.size() ? kMaxOutput - text.size() : 0;
   text += fitted(judgement.failures, room, [](std::size_t left) {
-    return "[the findings on the other " + std::to_string(left) + " failing cases are left out]\n";
+    return "[the findings on the other " + std::to_string(left) + " cases are left out]\n";
   });
   return text;
 }
@@ -107,33 +142,50 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
     std::vector<std::pair<const RubricItem*, ItemJudgement>> judged;
     double weights = 0;
     for (const RubricItem& item : part.rubric) {
-      ItemJudgement judgement = judge_item(manifest, item, cases);
+      const auto tiers = part.tiers.find(item.function);
+      ItemJudgement judgement = tiers == part.tiers.end()
+                                    ? judge_item(manifest, item, cases)
+                                    : judge_tiered_item(tiers->second, item, cases);
       if (judgement.passed.empty() && judgement.failed.empty()) continue;  // none of its cases ran
       weights += item.weight;
       judged.emplace_back(&item, std::move(judgement));
     }
+    // Leaderboard entry -> case id -> the student's value (a case in several items counts once).
+    std::map<std::string, std::map<std::string, double>> boards;
     for (const auto& [item, judgement] : judged) {
       TestResult result;
       result.name =
           "Part " + std::to_string(part.number) + " | " + item->function + ": " + item->name;
       result.number = std::to_string(part.number) + "." + std::to_string(part_result.total + 1);
       result.max_score = part.points * item->weight / weights;
-      const bool right = judgement.failed.empty();
+      const bool tiered = part.tiers.count(item->function) > 0;
+      const bool all = judgement.failed.empty();
       const std::set<std::string> calls = forbidden_for(manifest, part, item->function, forbidden);
       if (!calls.empty()) {
         result.output =
             forbidden_text(manifest, part, forbidden_cost(manifest, part, item->function), calls);
-        if (right) result.output += "The result of this item itself is right.\n";
-      } else if (right) {
-        result.score = result.max_score;
-        result.output = "Right on every case: " + listed(judgement.passed) + ".\n";
+        if (all) result.output += "The result of this item itself is right.\n";
+      } else {
+        result.score = result.max_score * judgement.earned;
+        if (all)
+          result.output = (tiered ? "Full marks on every case: " : "Right on every case: ") +
+                          listed(judgement.passed) + ".\n";
       }
-      if (!right) result.output += failure_text(judgement);
+      if (!all) result.output += failure_text(judgement, tiered);
+      if (tiered && !part.tiers.at(item->function).leaderboard.empty()) {
+        auto& board = boards[part.tiers.at(item->function).leaderboard];
+        for (const auto& [id, value] : judgement.values) board[id] = calls.empty() ? value : 0;
+      }
       part_result.max_score += result.max_score;
       part_result.score += result.score;
       part_result.total += 1;
       part_result.passed += result.score > 0;
       report.tests.push_back(result);
+    }
+    for (const auto& [name, values] : boards) {
+      double sum = 0;
+      for (const auto& [id, value] : values) sum += value;
+      report.leaderboard.push_back({name, sum / values.size(), /*higher_is_better=*/true});
     }
     report.parts.push_back(part_result);
   }

@@ -1,7 +1,9 @@
 // From test runs to points, by rubric item: each item of a function is judged on every case it
-// lists and earns its points only if it is right on all of them; the feedback names the cases
-// it fails on. Code that calls something forbidden (seen by the symbol audit or at run time)
-// costs all the points of its part, or of its function (the manifest's forbidden_call_costs).
+// lists and earns its points only if it is right on all of them, or, for a function scored by
+// tiers (Part 13), the mean of its cases' shares (tiers.hpp); the feedback names the cases it
+// fails on. Tiers with a leaderboard add the mean of the student's value to the report's. Code that
+// calls something forbidden (seen by the symbol audit or at run time) costs all the points of its
+// part, or of its function (the manifest's forbidden_call_costs).
 #pragma once
 
 #include <map>

@@ -9,15 +9,11 @@
 #include <sstream>
 #include <thread>
 
+#include "text.hpp"
+
 namespace dtk::grade {
 
 namespace {
-
-std::string formatted(const char* format, double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
 
 std::string percent(double fraction) { return formatted("%.0f %%", 100 * fraction); }
 std::string times(double ratio) { return formatted("%.2fx", ratio); }

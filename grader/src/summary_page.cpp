@@ -15,12 +15,6 @@ constexpr int kBins = 10;               // a histogram's bars: tenths of the max
 constexpr std::size_t kTopFailed = 10;  // the tests failed most often, listed
 constexpr std::size_t kSampleChars = 1500;
 
-std::string number(const char* format, double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-
 // How many scores fall in each tenth of `max` (a full score in the last bar).
 std::vector<int> binned(const std::vector<double>& scores, double max) {
   std::vector<int> bins(kBins, 0);
@@ -49,8 +43,8 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
          ") rotate(-90)' font-size='11' text-anchor='middle'>hand-ins</text>";
   for (int b = 0; b < kBins; ++b) {
     const int x = left + b * (width + gap), h = bins[b] * height / most;
-    const std::string from = number("%g", max * b / kBins),
-                      to = number("%g", max * (b + 1) / kBins);
+    const std::string from = formatted("%g", max * b / kBins),
+                      to = formatted("%g", max * (b + 1) / kBins);
     svg += "<rect class='bar' x='" + at(x) + "' y='" + at(axis - h) + "' width='" + at(width) +
            "' height='" + at(h) + "' fill='#4878a8'><title>" + at(bins[b]) +
            (bins[b] == 1 ? " hand-in" : " hand-ins") + " with " + from +
@@ -66,9 +60,38 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
          at(axis) + "' stroke='#333'/><line x1='" + at(left) + "' y1='" + at(top) + "' x2='" +
          at(left) + "' y2='" + at(axis) + "' stroke='#333'/>";
   svg += "<text class='x-label' x='" + at((left + right) / 2) + "' y='" + at(axis + 30) +
-         "' font-size='11' text-anchor='middle'>points (bars: tenths of " + number("%g", max) +
+         "' font-size='11' text-anchor='middle'>points (bars: tenths of " + formatted("%g", max) +
          ")</text></svg>";
   return svg;
+}
+
+// The class ranked by each leaderboard entry of results.json (Part 7's speed ratios, lower first;
+// Part 13's mean MFU, higher first), ties by name.
+std::string leaderboard_tables(const std::vector<GradebookRow>& rows) {
+  std::map<std::string, std::vector<std::pair<const GradebookRow*, LeaderboardEntry>>> boards;
+  for (const GradebookRow& row : rows) {
+    for (const LeaderboardEntry& entry : row.leaderboard)
+      boards[entry.name].push_back({&row, entry});
+  }
+  std::string html;
+  for (auto& [name, ranked] : boards) {
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      const double x = a.second.value, y = b.second.value;
+      if (x != y) return a.second.higher_is_better ? x > y : x < y;
+      return a.first->student < b.first->student;
+    });
+    html += "<h2>Leaderboard: " + shown_html(name) + "</h2>\n<p>" +
+            (ranked.front().second.higher_is_better ? "Higher" : "Lower") +
+            " is better.</p>\n<table><tr><th>rank</th><th>student</th><th>" + shown_html(name) +
+            "</th></tr>\n";
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      html += "<tr><td>" + std::to_string(i + 1) + "</td><td>" +
+              shown_html(ranked[i].first->student) + "</td><td>" +
+              formatted("%.4f", ranked[i].second.value) + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  return html;
 }
 
 }  // namespace
@@ -142,6 +165,8 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
     page += "</table>\n";
   }
 
+  page += leaderboard_tables(rows);
+
   std::vector<double> seconds;
   for (const GradebookRow& row : rows) {
     if (row.seconds > 0) seconds.push_back(row.seconds);
@@ -151,10 +176,10 @@ void write_summary_page(const std::string& path, const Manifest& manifest,
     std::sort(seconds.begin(), seconds.end());
     double sum = 0;
     for (double s : seconds) sum += s;
-    page += "<p>Per hand-in: median " + number("%.1f", seconds[seconds.size() / 2]) + " s, mean " +
-            number("%.1f", sum / seconds.size()) + " s, fastest " +
-            number("%.1f", seconds.front()) + " s, slowest " + number("%.1f", seconds.back()) +
-            " s (" + std::to_string(seconds.size()) +
+    page += "<p>Per hand-in: median " + formatted("%.1f", seconds[seconds.size() / 2]) +
+            " s, mean " + formatted("%.1f", sum / seconds.size()) + " s, fastest " +
+            formatted("%.1f", seconds.front()) + " s, slowest " +
+            formatted("%.1f", seconds.back()) + " s (" + std::to_string(seconds.size()) +
             " gradings; several at once with --jobs).</p>\n";
   }
   if (!similar.empty()) {

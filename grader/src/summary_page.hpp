@@ -1,6 +1,8 @@
 // The summary page of a batch (summary.html, one self-contained file that opens from disk):
 // per-part score histograms drawn as SVG, the hidden tests failed most often with one sample
-// of their feedback, how long the gradings took and, when asked, the most similar hand-ins.
+// of their feedback, the class ranked by each leaderboard entry of the results (Part 7's speed
+// ratios, Part 13's mean MFU), how long the gradings took and, when asked, the most similar
+// hand-ins.
 #pragma once
 
 #include <cstdint>

@@ -103,4 +103,10 @@ std::string csv_field(std::string_view text) {
   return field + "\"";
 }
 
+std::string formatted(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
 }  // namespace dtk::grade

@@ -25,4 +25,7 @@ std::string shown_html(std::string_view text);
 // other two, is already shown as \t or \r).
 std::string csv_field(std::string_view text);
 
+// A number as printf's `format` writes it ("%.4f", "%g"), for the grader's own texts.
+std::string formatted(const char* format, double value);
+
 }  // namespace dtk::grade

@@ -11,7 +11,8 @@
 #      (the batch still running) and another checkout of the kit finds nothing; everything the
 #      batch writes is private to its owner; names such as "-o", "+1+1" or "@A1" are data, not
 #      options of sim_c++ nor spreadsheet formulas; an --out of another user is refused;
-#   7. nothing of the job slots' sandbox users is left running, nor any file of theirs where
+#   7. the summary page ranks a class by its leaderboard (assignment 3's mean MFU);
+#   8. nothing of the job slots' sandbox users is left running, nor any file of theirs where
 #      anyone may write that was not there before.
 #
 # usage: batch_test.sh <kit source dir> <dtk-grade> <work dir>
@@ -260,7 +261,23 @@ else
   echo "    (not root: no sandbox, nothing is private from the submission; skipped)"
 fi
 
-echo "7. nothing left running or lying around"
+echo "7. a class ranked by its leaderboard (assignment 3, Part 13's mean MFU, higher first)"
+planners=$work/planners
+for student in ann ben cid; do mkdir -p "$planners/$student/planner"; done
+cp "$root/solutions/planner/planner.cpp" "$planners/ben/planner/"
+cp "$root/starter/planner/planner.cpp" "$planners/ann/planner/"
+cp "$root/solutions/planner/planner.cpp" "$planners/cid/planner/"
+patch -s -p1 -d "$planners/cid" < "$root/grader/tests/submissions/planner_no_context_parallel.patch"
+"$grade" --batch "$planners" --assignment 3 --jobs 2 --seed 7 "${args[@]}" > "$work/planners.log" 2>&1 ||
+  { cat "$work/planners.log"; fail "assignment 3's batch failed"; }
+ranking=$(sed -n 's|^<tr><td>\([0-9]*\)</td><td>\([a-z]*\)</td><td>[0-9.]*</td></tr>$|\1 \2|p' \
+  "$work/planners-graded/summary.html" | tr '\n' ' ')
+[ "$ranking" = "1 ben 2 cid 3 ann " ] || fail "the leaderboard ranks: '$ranking'"
+grep -q "<h2>Leaderboard: Part 13: mean MFU</h2>" "$work/planners-graded/summary.html" ||
+  fail "no leaderboard on the summary page"
+echo "    ranked: $ranking"
+
+echo "8. nothing left running or lying around"
 for user in "${slot_users[@]}"; do
   id -u "$user" > /dev/null 2>&1 || continue
   running=$(flock "$(slot_lock "$user")" ps -u "$user" -o stat=,pid=,args= | grep -v '^Z' || true)

@@ -20,6 +20,7 @@ namespace {
 const std::string kKitManifests = DTK_KIT_MANIFESTS_DIR;
 const std::string kKitManifest = kKitManifests + "/assignment1.json";
 const std::string kKitManifest2 = kKitManifests + "/assignment2.json";
+const std::string kKitManifest3 = kKitManifests + "/assignment3.json";
 
 json read_json(const std::string& path) {
   std::ifstream file(path);
@@ -105,6 +106,47 @@ TEST_CASE("assignment 2's manifest: Part 7's own rules and its speed bonus", "[m
   for (const RubricItem& item : part7.rubric)
     points += item.function == "my_allreduce" ? item.weight : 0;
   CHECK(points == 12);
+}
+
+// Part 13, the last part of assignment 3's manifest.
+json& part13_test(json& manifest) { return manifest["parts"].back()["tests"][0]; }
+
+TEST_CASE("assignment 3's manifest: Part 13 is optional and scored by tiers of MFU", "[manifest]") {
+  const Manifest manifest = load_manifest(kKitManifest3);
+  const Part& part13 = manifest.parts.back();
+  CHECK(part13.number == 13);
+  CHECK(part13.optional);
+  REQUIRE(part13.tiers.count("plan_training") == 1);
+  const Tiers& tiers = part13.tiers.at("plan_training");
+  CHECK(tiers.value == "mfu");
+  CHECK(tiers.leaderboard == "Part 13: mean MFU");
+  REQUIRE(tiers.levels.size() == 4);
+  CHECK(tiers.levels.front().share == 1);
+  double weights = 0;
+  for (const RubricItem& item : part13.rubric) weights += item.weight;
+  CHECK(weights == part13.points);
+}
+
+TEST_CASE("tiers are checked like the rest", "[manifest]") {
+  json manifest = kit_manifest(kKitManifest3);
+  std::swap(part13_test(manifest)["tiers"]["levels"][0],
+            part13_test(manifest)["tiers"]["levels"][1]);
+  CHECK_THROWS_WITH(load_json(manifest), Contains("best first"));
+  manifest = kit_manifest(kKitManifest3);
+  part13_test(manifest)["tiers"]["levels"][0]["share"] = 1.5;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"share\" must be in (0, 1]"));
+  manifest = kit_manifest(kKitManifest3);
+  part13_test(manifest)["tiers"]["levels"][3]["at_least"] = 0;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"at_least\" must be a ratio > 0"));
+  manifest = kit_manifest(kKitManifest3);
+  part13_test(manifest)["tiers"].erase("leaderboard");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("tiers: missing key \"leaderboard\""));
+  manifest = kit_manifest(kKitManifest3);
+  part13_test(manifest)["tiers"]["value"] = "";
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"value\" must name"));
+  manifest = kit_manifest(kKitManifest3);
+  part13_test(manifest)["tiers"]["levels"] = json::array();
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"levels\" must be a non-empty list"));
 }
 
 TEST_CASE("a speed bonus is checked like the rest", "[manifest]") {

@@ -47,6 +47,7 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
       parse_rank_output(written([&](RecordWriter& out) {
                           out.begin(id);
                           out.note("batch 3,\nslice width 2");
+                          out.outcome("your plan tp=2");
                           out.integer("mp_idx", 1);
                           out.real("num_tflops", 0.897648164864);
                           out.tensor("x", "double", {2, 3}, {1, 2, 3, 4, 5, 6.5});
@@ -64,6 +65,7 @@ TEST_CASE("every kind of record round-trips through the writer and the parser", 
   CHECK(test.complete);
   REQUIRE(test.notes.size() == 1);
   CHECK(test.notes[0].find('\n') == std::string::npos);  // one record per line
+  CHECK(test.outcomes == std::vector<std::string>{"your plan tp=2"});
   REQUIRE(test.find("mp_idx") != nullptr);
   CHECK(test.find("mp_idx")->integer == 1);
   REQUIRE(test.find("num_tflops") != nullptr);

@@ -89,3 +89,30 @@ TEST_CASE("pipeline and ZeRO cases parse, print back the same and know their ran
   CHECK_THROWS_WITH(parse_test_case("zero_shard_range", "dp=4"), Contains("numel=N"));
   CHECK_THROWS_WITH(parse_test_case("zero1_grad_shard", "numel=10 dp=4"), Contains("neither"));
 }
+
+TEST_CASE("a plan case parses into its configs and batch, and prints back the same",
+          "[test_case]") {
+  const TestCase test = parse_test_case(
+      "plan_training", "model=llama3_8b cluster=h100_80gb_x64 tokens=4194304 seq=8192");
+  CHECK(test.model == "llama3_8b");
+  CHECK(test.cluster == "h100_80gb_x64");
+  CHECK(test.tokens == 4194304);
+  CHECK(test.seq == 8192);
+  CHECK(test.ranks() == 1);
+  CHECK(parse_test_id(test.id()).id() == test.id());
+}
+
+TEST_CASE("a bad plan case is refused with a message naming it", "[test_case]") {
+  const std::string good = "model=m cluster=c tokens=8192 seq=4096";
+  CHECK_NOTHROW(parse_test_case("plan_training", good));
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8192"),
+                    Contains("model=NAME cluster=NAME tokens=T seq=S"));
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "cluster=c model=m tokens=8192 seq=4096"),
+                    Contains("\"cluster=c\" is not model="));
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=../m cluster=c tokens=8192 seq=4096"),
+                    Contains("not a config name"));
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8000 seq=4096"),
+                    Contains("has no batch"));
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8192 seq=0"),
+                    Contains("has no batch"));
+}

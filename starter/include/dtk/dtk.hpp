@@ -23,6 +23,8 @@
 //   ring_attention_forward/backward
 //   local_experts, moe_dispatch,      expert_parallel.hpp             Part 12 (you)
 //   moe_combine, DispatchPlan
+//   plan_training, TrainingPlan,      planner.hpp                     Part 13 (you)
+//   simulate_training_step, ...       (planning/*.hpp)                provided
 //
 // Assignment 3's headers ship in its bundle only: they are included where the tree holds them.
 #pragma once
@@ -46,4 +48,7 @@
 #endif
 #if __has_include("dtk/expert_parallel.hpp")
 #include "dtk/expert_parallel.hpp"
+#endif
+#if __has_include("dtk/planner.hpp")
+#include "dtk/planner.hpp"
 #endif

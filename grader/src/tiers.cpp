@@ -1,0 +1,67 @@
+#include "tiers.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "judge.hpp"
+#include "text.hpp"
+
+namespace dtk::grade {
+
+namespace {
+
+const Value* real_named(const TestRun& run, const std::string& name) {
+  if (run.ranks.empty()) return nullptr;
+  const Value* value = run.ranks.front().find(name);
+  return value != nullptr && value->kind == Value::Kind::real ? value : nullptr;
+}
+
+// What the student's run said of its result.
+std::string outcomes(const TestRun& actual) {
+  std::string text;
+  if (actual.ranks.empty()) return text;
+  for (const std::string& outcome : actual.ranks.front().outcomes) text += "  " + outcome + "\n";
+  return text;
+}
+
+}  // namespace
+
+TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestRun& actual) {
+  TieredCase result;
+  const std::string problem = run_problem(expected, actual);
+  if (!problem.empty()) {
+    result.output = problem;
+    return result;
+  }
+  const Value* reference = real_named(expected, tiers.value);
+  if (reference == nullptr || !(reference->values[0] > 0)) {
+    result.output = "the reference solution has no " + tiers.value +
+                    " on this test (a problem of the grading kit, not of the submission)\n";
+    return result;
+  }
+  const Value* mine = real_named(actual, tiers.value);
+  const double best = reference->values[0];
+  result.value = mine != nullptr ? std::max(mine->values[0], 0.0) : 0;
+  const double ratio = result.value / best;
+  for (const TierLevel& level : tiers.levels) {
+    if (ratio >= level.at_least) {
+      result.share = level.share;
+      break;
+    }
+  }
+  std::string earned;
+  if (result.share == 1) {
+    earned = "all of this case's points";
+  } else if (result.share > 0) {
+    earned = formatted("%g", result.share) + " of this case's points";
+  } else {
+    earned = "nothing (the lowest tier asks for " + formatted("%g", tiers.levels.back().at_least) +
+             " of the reference's)";
+  }
+  result.output = tiers.value + " " + formatted("%.4f", result.value) + ", " +
+                  formatted("%.3f", ratio) + " of the reference's " + formatted("%.4f", best) +
+                  ": " + earned + ".\n" + outcomes(actual);
+  return result;
+}
+
+}  // namespace dtk::grade

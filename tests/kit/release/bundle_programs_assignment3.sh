@@ -1,0 +1,17 @@
+# Sourced by test_bundle.sh for assignment 3's bundle (the reference files copied in): its
+# plan_training (Part 13) plans the public Llama-3-8B case as the reference does and simulates a
+# plan given by flags.
+try_bundle_programs() {
+  local bundle=$1 configs=$1/starter/planner/configs
+  step "planning with the bundle's plan_training: the reference's plan, and a plan by flags"
+  plan() {
+    "$bundle/build/plan_training" --model "$configs/llama3_8b.json" \
+      --cluster "$configs/h100_80gb_x64.json" --tokens 4194304 --seq 8192 "$@"
+  }
+  logged plan.log plan || { show plan.log; fail "plan_training failed in the bundle"; }
+  grep -q "^Plan: tp=2 cp=1 pp=1 dp=32 ep=1 microbatches=8 zero=1 sp 1f1b$" "$work/plan.log" ||
+    { show plan.log; fail "plan_training's plan differs from the reference's"; }
+  logged flags.log plan --tp 8 --microbatches 64 --zero 1 --sp ||
+    { show flags.log; fail "plan_training --tp 8 ... failed in the bundle"; }
+  grep -E '^Plan|valid' "$work/plan.log" "$work/flags.log" | sed 's/^[^:]*:/    /'
+}
