@@ -31,27 +31,8 @@ top=dtk-student
 # The bundle's make must not join the jobserver of a make that may have started this test.
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/dtk-bundle-test.XXXXXX")
-if [ "${DTK_KEEP_BUNDLE_TEST:-0}" = 1 ]; then
-  echo "(keeping $work)"
-else
-  trap 'rm -rf "$work"' EXIT
-  trap 'exit 143' TERM INT  # so that a CTest timeout still cleans up
-fi
-start=$SECONDS
-
-step() { echo "[$((SECONDS - start))s] $*"; }
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-# Runs a command with its output in $work/<log>; on failure shows the end of it.
-logged() {
-  local log=$1
-  shift
-  "$@" > "$work/$log" 2>&1
-}
-show() { sed 's/^/    | /' "$work/$1" | tail -n "${2:-40}"; }
+source "$(dirname "$0")/steps.sh"
+scratch_dir dtk-bundle-test "${DTK_KEEP_BUNDLE_TEST:-0}"
 
 manifest=$root/grader/manifests/assignment$assignment.json
 if [ -n "$disabled" ]; then

@@ -22,25 +22,8 @@ unset MAKEFLAGS MFLAGS MAKELEVEL  # the copy's make is not part of a make that s
 if command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=/ CCACHE_NOHASHDIR=1
 fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/dtk-new-assignment.XXXXXX")
-if [ "${DTK_KEEP_NEW_ASSIGNMENT_TEST:-0}" = 1 ]; then
-  echo "(keeping $work)"
-else
-  trap 'rm -rf "$work"' EXIT
-  trap 'exit 143' TERM INT
-fi
-start=$SECONDS
-step() { echo "[$((SECONDS - start))s] $*"; }
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-logged() {
-  local log=$1
-  shift
-  "$@" > "$work/$log" 2>&1
-}
-show() { sed 's/^/    | /' "$work/$1" | tail -n "${2:-40}"; }
+source "$(dirname "$0")/steps.sh"
+scratch_dir dtk-new-assignment "${DTK_KEEP_NEW_ASSIGNMENT_TEST:-0}"
 
 last=$("$kit/scripts/list-assignments.sh" "$kit" | tail -n 1)
 n=$((last + 1))
