@@ -255,6 +255,9 @@ MergedManifest read_merged(const std::string& path) {
   const std::filesystem::path named = include.get<std::string>();
   const std::string included =
       (named.is_absolute() ? named : std::filesystem::path(path).parent_path() / named).string();
+  if (!std::filesystem::exists(included))
+    throw ManifestError(included + ": cannot be read (" + path + " includes it: a copy of a " +
+                        "manifest needs the file it includes beside it)");
   const json base = read_json(included);
   if (!base.is_object()) throw ManifestError(included + ": must be a JSON object");
   for (const auto& [key, value] : base.items()) {

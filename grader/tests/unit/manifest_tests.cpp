@@ -180,8 +180,9 @@ TEST_CASE("a manifest includes the shared base once: a key defined twice is refu
 
   own = read_json(kKitManifest);
   own["include"] = "elsewhere.json";
-  CHECK_THROWS_WITH(load_manifest(scratch.write("missing.json", own.dump())),
-                    Contains("elsewhere.json: cannot be read"));
+  const std::string missing = scratch.write("missing.json", own.dump());
+  CHECK_THROWS_WITH(load_manifest(missing),
+                    Contains("elsewhere.json: cannot be read (" + missing + " includes it"));
 
   base["include"] = "other.json";
   scratch.write("common.json", base.dump());
