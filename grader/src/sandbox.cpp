@@ -67,13 +67,17 @@ void show_again(const char* scratch, int scratch_fd) {
   if (stat(scratch, &seen) == 0 && seen.st_dev == real.st_dev && seen.st_ino == real.st_ino) return;
   char path[PATH_MAX];
   if (std::snprintf(path, sizeof path, "%s", scratch) >= static_cast<int>(sizeof path)) return;
+  // 0711 whatever the umask (a batch's is 077): the sandbox user passes through to its build/.
+  auto make_passable = [](const char* dir) {
+    if (mkdir(dir, 0711) == 0) chmod(dir, 0711);
+  };
   for (char* slash = std::strchr(path + 1, '/'); slash != nullptr;
        slash = std::strchr(slash + 1, '/')) {
     *slash = '\0';
-    mkdir(path, 0711);
+    make_passable(path);
     *slash = '/';
   }
-  mkdir(path, 0711);
+  make_passable(path);
   char source[32];
   std::snprintf(source, sizeof source, "/proc/self/fd/%d", scratch_fd);
   mount(source, path, nullptr, MS_BIND | MS_REC, nullptr);
