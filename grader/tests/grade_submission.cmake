@@ -35,7 +35,8 @@
 # everyone) is copied to /opt/dtk-selftest-<NAME>, outside the kit's trees, for the submission
 # to try to read.
 # NO_MOUNT_NAMESPACE: grade as root without CAP_SYS_ADMIN, like a container that allows no
-# mount namespace: no private temporary directories, the sweep alone cleans up.
+# mount namespace: no private temporary directories, the sweep alone cleans up; nothing hides
+# the kit, so the kit's checkout and build are locked (go-rwx) meanwhile (locked_kit.sh).
 # Every grading must leave nothing behind: no process of the sandbox user; no file of it where
 # anyone may write (/tmp, /var/tmp, /dev/shm, /run/lock, at any depth) that was not there before
 # it (what an earlier grading left is said, not charged); no scratch directory (it goes to
@@ -222,7 +223,11 @@ if(NO_MOUNT_NAMESPACE AND uid EQUAL 0)
   if(status EQUAL 0)
     fail("${without_mounts} still allows a mount namespace")
   endif()
-  set(grader ${without_mounts} ${DTK_GRADE})
+  # Nothing hides the kit from the sandbox then: it is locked, as the grader asks.
+  get_filename_component(kit ${BASE} DIRECTORY)
+  get_filename_component(build ${DTK_GRADE} DIRECTORY)
+  set(grader ${CMAKE_CURRENT_LIST_DIR}/locked_kit.sh ${kit} ${build} -- ${without_mounts}
+             ${DTK_GRADE})
 endif()
 
 # The grading's scratch directory goes to a directory of the test's own under $TMPDIR (so,
