@@ -5,11 +5,12 @@
            loss, for the dense model and a mixture of experts, in double and in float; and the
            ranks of dp > 1 do send their gradients.
   tensor   Part 10's layout: tp 1, 2, 4 x --sp or not x dp 1, 2 train the one-rank model (double,
-           relative 1e-5); the tensor-parallel and data-parallel bytes of a step are the
-           analytic count gpt_train prints, exactly.
+           relative 1e-5); the tensor-parallel and data-parallel bytes of a step, and the
+           activations a block keeps, are the analytic counts gpt_train prints, exactly.
   context  Part 11's: cp 1, 2, 4, contiguous and zig-zag, with tp and dp, train the one-rank
            model; the ring's bytes are the analytic count of its keys and values (their
-           positions travel too: within 2 %).
+           positions travel too: within 2 %), the other groups' bytes and the activations
+           exactly.
   experts  Part 12's: ep 1, 2, 4 x top_k 1, 2 (and ep 2 inside dp 4) train the one-rank mixture
            of experts; expert-parallel ranks send rows, and each holds E/ep experts' parameters.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
@@ -130,11 +131,20 @@ def bytes_match(r, groups, tolerance=0.0):
     return problems
 
 
+def activations_match(r):
+    """Every rank's measured activations of one block against gpt_train's count from the shape."""
+    counted = r["block_activations_counted"]["model"]
+    return ["rank %d keeps %d bytes of activations in a block, the count is %.0f"
+            % (rank["rank"], rank["peak_bytes"]["block_activations"], counted)
+            for rank in r["ranks"] if rank["peak_bytes"]["block_activations"] != counted]
+
+
 def tensor():
     layouts = [(tp * dp, ["--tp", str(tp), "--dp", str(dp)] + sp)
                for tp in (1, 2, 4) for sp in ([], ["--sp"]) for dp in (1, 2) if tp > 1 or not sp]
     same_model("tensor parallel", layouts, [],
-               lambda flags, r: bytes_match(r, ("tensor_parallel", "data_parallel")))
+               lambda flags, r: bytes_match(r, ("tensor_parallel", "data_parallel")) +
+               activations_match(r))
 
 
 def context():
@@ -143,7 +153,7 @@ def context():
                 (8, ["--cp", "2", "--zigzag", "--tp", "2", "--sp", "--dp", "2"])]
     same_model("context parallel", layouts, [],
                lambda flags, r: bytes_match(r, ("context_parallel",), 0.02) +
-               bytes_match(r, ("tensor_parallel", "data_parallel")))
+               bytes_match(r, ("tensor_parallel", "data_parallel")) + activations_match(r))
 
 
 def experts():
