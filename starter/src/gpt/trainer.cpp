@@ -306,7 +306,7 @@ std::vector<int> rank_positions(int seq_len, const GptGrid& g, const GptParallel
 // The model's communication: the students' functions on this grid (gpt_train's binding), the
 // router's statistics summed over every rank holding other tokens of the step (the trainer
 // refuses tensor parallelism with experts, so those are the dp · cp ranks of replica_comm), and
-// the attention cores timed.
+// the attention cores timed (their wall seconds added to `attention_seconds`).
 template <class T>
 GptCommunication<T> make_communication(GptGrid& g, const GptParallelism<T>& par,
                                        double& attention_seconds) {
@@ -350,9 +350,9 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   GptConfig config = o.model;
   config.vocab_size = corpus.vocab_size;
 
-  GptRankReport measured;
+  double attention_seconds = 0;  // in the attention cores, since the start
   Gpt<T> model(config, make_layout(config, g, parallelism), o.seed,
-               make_communication(g, parallelism, measured.attention_seconds));
+               make_communication(g, parallelism, attention_seconds));
   const std::vector<int> positions = rank_positions(config.seq_len, g, parallelism);
   const GradientSum<T> gradient_sum(model.parameters(), g);
   const std::vector<Parameter<T>*>& params = gradient_sum.parameters();
@@ -371,6 +371,7 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   const int local_batch = o.batch_size / o.dp;
   const double global_tokens = double(o.batch_size) * config.seq_len;
 
+  GptRankReport measured;
   measured.rank = world.Get_rank();
   measured.tp_idx = g.tp_idx;
   measured.cp_idx = g.cp_idx;
@@ -388,6 +389,8 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
     }
     const double begin = MPI_Wtime();
     const std::array<std::uint64_t, 4> bytes_before = bytes_sent(g);
+    const double attention_before = attention_seconds,
+                 attention_cpu_before = attention_kernel_cpu_seconds();
     const std::vector<std::size_t> windows =
         training_windows(corpus, config.seq_len, o.batch_size, o.seed, step);
     const GptBatch batch =
@@ -420,6 +423,8 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
     const std::array<std::uint64_t, 4> bytes_after = bytes_sent(g);
     for (int group = 0; group < 4; ++group)
       step_bytes[group] += bytes_after[group] - bytes_before[group];
+    measured.attention_seconds += attention_seconds - attention_before;
+    measured.attention_cpu_seconds += attention_kernel_cpu_seconds() - attention_cpu_before;
     if (recorder) recorder->set_recording(false);
 
     GptStepRecord record{

@@ -111,7 +111,9 @@ struct GptRankReport {
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, transient = 0;
   std::size_t expert_parameters = 0;  // of the parameters, this rank's experts'
   std::size_t block_activations = 0;  // of the activations, the first block's
-  double attention_seconds = 0;       // in the attention cores (ring attention under cp)
+  // The training steps' attention cores (ring attention under cp): their wall time (a ring's
+  // waits included), and the CPU time of the kernels inside (the work alone).
+  double attention_seconds = 0, attention_cpu_seconds = 0;
   // Bytes sent by the training steps (not the validation, not the sample), by group: tensor,
   // context and expert parallel are the model's communication, data parallel the gradient sums
   // (over dp · cp ranks, tp too for replicated parameters under sequence parallelism).
