@@ -26,6 +26,8 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape
 
+from figure_svg import svg_opening
+
 WIDTH, HEIGHT = 760, 420
 LEFT, RIGHT, TOP, BOTTOM = 80, 30, 86, 70
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7")
@@ -61,16 +63,7 @@ def bar_chart(path, title, subtitle, categories, series, y_label, lines=()):
     def y(value):
         return TOP + plot_h * (1 - value / top)
 
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-           'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">'
-           % (WIDTH, HEIGHT, WIDTH, HEIGHT),
-           "  <title>%s</title>" % escape(title),
-           '  <rect width="%d" height="%d" fill="#ffffff"/>' % (WIDTH, HEIGHT),
-           '  <text x="%d" y="24" text-anchor="middle" font-size="15" font-weight="bold">%s</text>'
-           % (WIDTH // 2, escape(title))]
-    for i, line in enumerate(subtitle):
-        out.append('  <text x="%d" y="%d" text-anchor="middle" fill="#555555" font-size="12">%s'
-                   '</text>' % (WIDTH // 2, 44 + 17 * i, escape(line)))
+    out = svg_opening(WIDTH, HEIGHT, title, subtitle)
     for i in range(gridlines + 1):
         value = step * i
         out.append('  <line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e4e4e4"/>'
