@@ -306,26 +306,30 @@ std::vector<int> rank_positions(int seq_len, const GptGrid& g, const GptParallel
 // The model's communication: the students' functions on this grid (gpt_train's binding), the
 // router's statistics summed over every rank holding other tokens of the step (the trainer
 // refuses tensor parallelism with experts, so those are the dp · cp ranks of replica_comm), and
-// the attention cores timed (their wall seconds added to `attention_seconds`).
+// the attention cores timed: their wall seconds added to `attention_seconds`, and each call an
+// "attention" interval of the trace when `recorder` holds one.
 template <class T>
 GptCommunication<T> make_communication(GptGrid& g, const GptParallelism<T>& par,
-                                       double& attention_seconds) {
+                                       double& attention_seconds,
+                                       const std::unique_ptr<TimelineRecorder>& recorder) {
   GptCommunication<T> comm = par.communication(g);
   if (g.replica_comm.Get_size() > 1) {
     comm.sum_over_batch = [&g](std::vector<double>& values) {
       g.replica_comm.Allreduce(values, values);
     };
   }
-  const auto timed = [&attention_seconds](auto function) {
-    return [function, &attention_seconds](const auto&... args) {
+  const auto timed = [&attention_seconds, &recorder](auto function, WorkKind kind) {
+    return [function, kind, &attention_seconds, &recorder](const auto&... args) {
       const double begin = MPI_Wtime();
       auto result = function(args...);
-      attention_seconds += MPI_Wtime() - begin;
+      const double end = MPI_Wtime();
+      attention_seconds += end - begin;
+      if (recorder) recorder->add(kind, 0, "attention", begin, end);
       return result;
     };
   };
-  comm.attention_forward = timed(comm.attention_forward);
-  comm.attention_backward = timed(comm.attention_backward);
+  comm.attention_forward = timed(comm.attention_forward, WorkKind::Forward);
+  comm.attention_backward = timed(comm.attention_backward, WorkKind::Backward);
   return comm;
 }
 
@@ -350,9 +354,10 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   GptConfig config = o.model;
   config.vocab_size = corpus.vocab_size;
 
-  double attention_seconds = 0;  // in the attention cores, since the start
+  double attention_seconds = 0;                // in the attention cores, since the start
+  std::unique_ptr<TimelineRecorder> recorder;  // with record_timeline, once training starts
   Gpt<T> model(config, make_layout(config, g, parallelism), o.seed,
-               make_communication(g, parallelism, attention_seconds));
+               make_communication(g, parallelism, attention_seconds, recorder));
   const std::vector<int> positions = rank_positions(config.seq_len, g, parallelism);
   const GradientSum<T> gradient_sum(model.parameters(), g);
   const std::vector<Parameter<T>*>& params = gradient_sum.parameters();
@@ -380,7 +385,6 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   std::array<std::uint64_t, 4> step_bytes{};  // sent by the training steps
   world.Barrier();
   const double start = MPI_Wtime();
-  std::unique_ptr<TimelineRecorder> recorder;
   if (o.record_timeline) recorder = std::make_unique<TimelineRecorder>(world.Get_rank(), start);
   for (long step = 1; step <= o.steps; ++step) {
     if (recorder) {
