@@ -11,6 +11,9 @@ self-contained SVGs:
                                  with the load-balancing loss
   figs/gpt_cp_attention.svg      each rank's attention work per step under --cp 4 (the kernels'
                                  CPU seconds): contiguous slices against zig-zag
+  figs/gpt_cp_longest.svg        the longest sequence whose activations fit one rank's budget
+                                 (what one rank keeps at 256 positions) under --cp 1, 2, 4:
+                                 measured at 128 to 2048 positions
 
 usage: scripts/make-gpt-layout-figures.py BUILD_DIR [OUT_DIR (default figs)]
 
@@ -178,6 +181,26 @@ def cp_attention(build, out_dir):
               ["cp rank %d" % i for i in range(4)], series, "ms per step")
 
 
+def cp_longest(build, out_dir):
+    model = ["--layers", "2", "--hidden", "64", "--heads", "4", "--batch_size", "2", "--steps", "1"]
+    lengths = (128, 256, 512, 1024, 2048)
+    kept = {}  # (cp, seq) -> activations of one rank, all blocks and the head
+    for cp in (1, 2, 4):
+        for seq in lengths:
+            r = gpt_train(build, cp, model + ["--seq", str(seq), "--cp", str(cp)])
+            kept[cp, seq] = r["ranks"][0]["peak_bytes"]["activations"]
+    budget = kept[1, 256]
+    longest = [max(seq for seq in lengths if kept[cp, seq] <= budget) for cp in (1, 2, 4)]
+    bar_chart(os.path.join(out_dir, "gpt_cp_longest.svg"),
+              "The longest sequence one rank's activations allow, by context parallelism",
+              ["gpt_train, 2 blocks of h 64, 2 sequences: the longest of 128, 256, ..., 2048 "
+               "positions whose",
+               "measured activations per rank fit %.1f MiB (what one rank keeps at 256)"
+               % (budget / 2 ** 20)],
+              ["cp %d" % cp for cp in (1, 2, 4)], [("longest sequence that fits", longest)],
+              "positions")
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -189,6 +212,7 @@ def main():
     tp_activations(build, out_dir)
     moe_load(build, out_dir)
     cp_attention(build, out_dir)
+    cp_longest(build, out_dir)
 
 
 if __name__ == "__main__":
