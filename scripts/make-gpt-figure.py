@@ -11,7 +11,8 @@ The handout's figure comes from its default run:
 import json
 import math
 import sys
-from xml.sax.saxutils import escape
+
+from figure_svg import svg_opening
 
 WIDTH, HEIGHT = 760, 420
 LEFT, RIGHT, TOP, BOTTOM = 70, 30, 86, 60
@@ -45,16 +46,7 @@ def main():
              "%.0f s on %d rank%s, %.0f tokens/s: validation loss %.3f, bigram entropy %.3f nats "
              "per character" % (r["seconds"], len(r["ranks"]), "" if len(r["ranks"]) == 1 else "s",
                                 r["tokens_per_second"], r["val_loss"], r["bigram_entropy"])]
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-           'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">'
-           % (WIDTH, HEIGHT, WIDTH, HEIGHT),
-           "  <title>%s</title>" % escape(title),
-           '  <rect width="%d" height="%d" fill="#ffffff"/>' % (WIDTH, HEIGHT),
-           '  <text x="%d" y="24" text-anchor="middle" font-size="15" font-weight="bold">%s</text>'
-           % (WIDTH // 2, escape(title))]
-    for i, line in enumerate(lines):
-        out.append('  <text x="%d" y="%d" text-anchor="middle" fill="#555555" font-size="12">%s'
-                   '</text>' % (WIDTH // 2, 44 + 17 * i, escape(line)))
+    out = svg_opening(WIDTH, HEIGHT, title, lines)
     # Axes, grid and ticks.
     loss = bottom
     while loss <= top + 1e-9:

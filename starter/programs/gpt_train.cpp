@@ -5,9 +5,12 @@
 //   ./gpt_train                                one rank, the default model, 300 steps
 //   mpirun -n 4 ./gpt_train --dp 4              data parallel over 4 ranks: the same model
 //   ./gpt_train --experts 4 --top_k 2           a mixture of experts in every block
+//   mpirun -n 4 ./gpt_train --tp 2 --sp --dp 2  tensor and sequence parallel (Part 10) by 2
+//   mpirun -n 4 ./gpt_train --cp 4 --zigzag     ring attention over 4 ranks (Part 11)
+//   mpirun -n 4 ./gpt_train --dp 4 --ep 2 --experts 4   experts over pairs of ranks (Part 12)
 //
-// Ranks = tp × cp × dp. --help lists every flag. Tensor (--tp, --sp), context (--cp, --zigzag)
-// and expert (--ep) parallelism come with the trainers of Parts 10, 11 and 12.
+// Ranks = tp × cp × dp. --help lists every flag. The layouts of Parts 10-12 call the students'
+// functions (gpt_train_parallelism.cpp).
 #include <functional>
 #include <iostream>
 #include <map>
@@ -30,12 +33,20 @@ std::string help_text() {
   text << "usage: mpirun -n N gpt_train [options]\n"
        << "Trains a GPT on the King James Bible (or --corpus FILE) and reports its losses, a\n"
        << "sample, its speed and each rank's memory and communication.\n\n"
-       << "Layout (N = tp x cp x dp ranks):\n"
+       << "Layout (N = tp x cp x dp ranks, tp fastest, then cp, then dp):\n"
        << "  --dp N             data-parallel ranks, each reading batch_size / dp sequences "
           "(default 1)\n"
-       << "  --tp N, --sp       tensor (and sequence) parallelism: Part 10\n"
-       << "  --cp N, --zigzag   context parallelism, ring attention: Part 11\n"
-       << "  --ep N             expert parallelism: Part 12\n"
+       << "  --tp N             tensor parallelism (Part 10): heads, MLP columns and vocabulary\n"
+       << "                     split over N ranks (N divides the heads and the vocabulary)\n"
+       << "  --sp               with --tp: sequence parallelism, the residual stream's positions\n"
+       << "                     split over the tp ranks (tp divides seq / cp)\n"
+       << "  --cp N             context parallelism (Part 11): each sequence's positions split\n"
+       << "                     over N ranks, attention by ring (N divides seq)\n"
+       << "  --zigzag           with --cp: two chunks per rank, one early and one late (2 N\n"
+       << "                     divides seq)\n"
+       << "  --ep N             expert parallelism (Part 12): the experts split over N\n"
+       << "                     consecutive data-parallel ranks (N divides --dp and --experts;\n"
+       << "                     not with --tp)\n"
        << "Model:\n"
        << "  --layers L         blocks (default " << t.model.layers << ")\n"
        << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
@@ -138,9 +149,10 @@ Options parse(int argc, char** argv) {
 
 template <class T>
 void train(const Options& o, const gpt::Corpus& corpus, const Communicator& world) {
-  const gpt::GptTrainReport report = gpt::train_gpt<T>(o.train, corpus, world, std::cout);
+  const gpt::GptTrainReport report =
+      gpt::train_gpt<T>(o.train, corpus, world, student_parallelism<T>(), std::cout);
   if (world.Get_rank() != 0) return;
-  print_results(o, report);
+  print_results(o, corpus, report);
   write_report(o, corpus, report);
   write_trace(o, report);
 }

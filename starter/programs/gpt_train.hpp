@@ -2,8 +2,11 @@
 // UTF-8 text, on tp × cp × dp ranks.
 //   gpt_train.cpp         the command line and the run
 //   gpt_train_report.cpp  what rank 0 prints at the end, the --report JSON and the --trace
+//   gpt_train_parallelism.cpp  the students' functions of Parts 10-12 bound to the trainer
+//   gpt_train_analytic.cpp     the bytes and activations a layout should cost, from its shape
 #pragma once
 
+#include <array>
 #include <string>
 
 #include <dtk/gpt/corpus.hpp>
@@ -23,10 +26,28 @@ struct Options {
   bool help = false;
 };
 
+// The students' functions of Parts 10, 11 and 12, for the trainer's layouts.
+template <class T>
+gpt::GptParallelism<T> student_parallelism();
+
+// Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
+// counted from the shape with values of e bytes; expert parallel's as if the router spread the
+// rows evenly. The model's vocab_size is the corpus's.
+std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
+                                              const gpt::GptConfig& model, std::size_t e);
+
+// Bytes of activations one block keeps on one rank: this model's count (values of e bytes) and
+// Korthikanti et al.'s for the same shape (16-bit, with dropout and the attention's scores).
+struct ActivationCounts {
+  double model, korthikanti;
+};
+ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
+                                                const gpt::GptConfig& model, std::size_t e);
+
 // Rank 0: what the run will do, before it starts.
 void print_header(const Options& o, const gpt::Corpus& corpus, int ranks);
 // Rank 0: the results, the sample, each rank's memory and bytes sent.
-void print_results(const Options& o, const gpt::GptTrainReport& report);
+void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTrainReport& report);
 // The --report JSON and the --trace (rank 0).
 void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTrainReport& report);
 void write_trace(const Options& o, const gpt::GptTrainReport& report);

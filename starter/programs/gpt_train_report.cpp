@@ -66,7 +66,9 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
   std::fflush(stdout);
 }
 
-void print_results(const Options& o, const gpt::GptTrainReport& r) {
+void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTrainReport& r) {
+  gpt::GptConfig model = o.train.model;
+  model.vocab_size = corpus.vocab_size;
   std::printf(
       "\nTrained %ld steps on %.0f tokens in %.2f s: %.0f tokens/s, %.2f GFLOP/s = MFU "
       "%.3f of the GEMM peak %.1f GFLOP/s\n",
@@ -90,13 +92,47 @@ void print_results(const Options& o, const gpt::GptTrainReport& r) {
                 mebibytes(m.gradients).c_str(), mebibytes(m.optimizer).c_str(),
                 mebibytes(m.activations).c_str(), mebibytes(m.transient).c_str());
   }
-  std::printf("\nMiB sent per step, by group:\n  %4s %10s %10s %10s %10s\n", "rank", "tensor",
-              "context", "data", "expert");
+  const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
+  if (!o.train.model.mixture_of_experts()) {
+    const ActivationCounts counted = analytic_activations_per_block(o.train, model, e);
+    std::printf(
+        "Activations of one block on rank 0: %.1f KiB measured, %.1f KiB counted from the "
+        "shape; Korthikanti et al.'s s.b.h.(34 + 5.a.s/h)/tp for 16-bit values with dropout "
+        "and the scores kept: %.1f KiB\n",
+        r.ranks[0].block_activations / 1024.0, counted.model / 1024.0,
+        counted.korthikanti / 1024.0);
+  }
+  if (o.train.model.mixture_of_experts()) {
+    std::printf("Expert parameters per rank: %s MiB (%d of the %d experts)\n",
+                mebibytes(r.ranks[0].expert_parameters).c_str(), o.train.model.experts / o.train.ep,
+                o.train.model.experts);
+  }
+  std::printf(
+      "\nMiB sent per training step, by group (count: from the shape alone; expert: if "
+      "the router spread the rows evenly), and the attention's seconds per step (wall, and the "
+      "kernels' CPU):\n  %5s %10s %10s %10s %10s %10s %10s\n",
+      "rank", "tensor", "context", "data", "expert", "attention", "kernels");
   for (const gpt::GptRankReport& m : r.ranks) {
-    std::printf("  %4d %s %s %s %s\n", m.rank, per_step(m.tensor_parallel_bytes, r.steps).c_str(),
+    std::printf("  %5d %s %s %s %s %10.4f %10.4f\n", m.rank,
+                per_step(m.tensor_parallel_bytes, r.steps).c_str(),
                 per_step(m.context_parallel_bytes, r.steps).c_str(),
                 per_step(m.data_parallel_bytes, r.steps).c_str(),
-                per_step(m.expert_parallel_bytes, r.steps).c_str());
+                per_step(m.expert_parallel_bytes, r.steps).c_str(), m.attention_seconds / r.steps,
+                m.attention_cpu_seconds / r.steps);
+  }
+  const std::array<double, 4> count = analytic_bytes_per_step(o.train, model, e);
+  std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
+              mebibytes(count[2]).c_str(), mebibytes(count[3]).c_str());
+  if (!r.history.empty() && !r.history.back().expert_rows.empty()) {
+    const std::vector<double>& rows = r.history.back().expert_rows;
+    std::printf("\n(token, choice) rows per expert in the last step, block by block:\n");
+    for (std::size_t l = 0; l * o.train.model.experts < rows.size(); ++l) {
+      std::printf("  block %zu:", l);
+      for (int x = 0; x < o.train.model.experts; ++x) {
+        std::printf(" %6.0f", rows[l * o.train.model.experts + x]);
+      }
+      std::printf("\n");
+    }
   }
   std::fflush(stdout);
 }
@@ -111,8 +147,14 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                        {"loss", s.loss},
                        {"aux_loss", s.aux_loss},
                        {"lr", s.lr},
-                       {"seconds", s.seconds}});
+                       {"seconds", s.seconds},
+                       {"expert_rows", s.expert_rows}});
   }
+  gpt::GptConfig m = t.model;
+  m.vocab_size = corpus.vocab_size;
+  const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
+  const std::array<double, 4> count = analytic_bytes_per_step(t, m, e);
+  const ActivationCounts activations = analytic_activations_per_block(t, m, e);
   for (const gpt::GptValidation& v : r.validation) {
     validation.push_back({{"step", v.step}, {"loss", v.loss}});
   }
@@ -123,63 +165,75 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                      {"tp_idx", m.tp_idx},
                      {"cp_idx", m.cp_idx},
                      {"dp_idx", m.dp_idx},
+                     {"ep_idx", m.ep_idx},
+                     {"attention_seconds", m.attention_seconds},
+                     {"attention_cpu_seconds", m.attention_cpu_seconds},
                      {"peak_bytes",
                       {{"parameters", m.parameters},
                        {"gradients", m.gradients},
                        {"optimizer", m.optimizer},
                        {"activations", m.activations},
-                       {"transient", m.transient}}},
+                       {"transient", m.transient},
+                       {"expert_parameters", m.expert_parameters},
+                       {"block_activations", m.block_activations}}},
                      {"bytes_sent",
                       {{"tensor_parallel", m.tensor_parallel_bytes},
                        {"context_parallel", m.context_parallel_bytes},
                        {"data_parallel", m.data_parallel_bytes},
                        {"expert_parallel", m.expert_parallel_bytes}}},
+                     {"expected_bytes_per_step",
+                      {{"tensor_parallel", count[0]},
+                       {"context_parallel", count[1]},
+                       {"data_parallel", count[2]},
+                       {"expert_parallel", count[3]}}},
                      {"bytes_sent_per_step", r.steps ? double(sent) / r.steps : 0.0}});
   }
-  const gpt::GptConfig& m = t.model;
-  const nlohmann::json report = {{"model",
-                                  {{"layers", m.layers},
-                                   {"hidden", m.hidden},
-                                   {"heads", m.heads},
-                                   {"seq_len", m.seq_len},
-                                   {"vocab_size", corpus.vocab_size},
-                                   {"experts", m.experts},
-                                   {"top_k", m.top_k},
-                                   {"aux_loss_coef", m.aux_loss_coef},
-                                   {"parameters", r.parameter_count}}},
-                                 {"layout",
-                                  {{"tp", t.tp},
-                                   {"cp", t.cp},
-                                   {"dp", t.dp},
-                                   {"ep", t.ep},
-                                   {"sp", t.sequence_parallel},
-                                   {"zigzag", t.zigzag}}},
-                                 {"corpus",
-                                  {{"source", corpus.source},
-                                   {"characters", corpus.tokens.size()},
-                                   {"alphabet", corpus.alphabet.size()},
-                                   {"training", corpus.training_tokens()},
-                                   {"validation", corpus.validation_tokens()}}},
-                                 {"dtype", o.double_precision ? "double" : "float"},
-                                 {"optimizer", optimizer_name(t.optimizer)},
-                                 {"lr", t.lr},
-                                 {"batch_size", t.batch_size},
-                                 {"seed", t.seed},
-                                 {"steps", r.steps},
-                                 {"tokens", r.tokens},
-                                 {"seconds", r.seconds},
-                                 {"final_loss", r.final_loss},
-                                 {"val_loss", r.val_loss},
-                                 {"bigram_entropy", r.bigram_entropy},
-                                 {"weights_l2", r.weights_l2},
-                                 {"tokens_per_second", r.tokens_per_second},
-                                 {"flops_per_second", r.flops_per_second},
-                                 {"gemm_peak_flops", r.gemm_peak},
-                                 {"mfu", r.mfu},
-                                 {"history", history},
-                                 {"validation", validation},
-                                 {"sample", r.sample},
-                                 {"ranks", ranks}};
+  const nlohmann::json report = {
+      {"model",
+       {{"layers", m.layers},
+        {"hidden", m.hidden},
+        {"heads", m.heads},
+        {"seq_len", m.seq_len},
+        {"vocab_size", m.vocab_size},
+        {"experts", m.experts},
+        {"top_k", m.top_k},
+        {"aux_loss_coef", m.aux_loss_coef},
+        {"parameters", r.parameter_count}}},
+      {"layout",
+       {{"tp", t.tp},
+        {"cp", t.cp},
+        {"dp", t.dp},
+        {"ep", t.ep},
+        {"sp", t.sequence_parallel},
+        {"zigzag", t.zigzag}}},
+      {"corpus",
+       {{"source", corpus.source},
+        {"characters", corpus.tokens.size()},
+        {"alphabet", corpus.alphabet.size()},
+        {"training", corpus.training_tokens()},
+        {"validation", corpus.validation_tokens()}}},
+      {"dtype", o.double_precision ? "double" : "float"},
+      {"optimizer", optimizer_name(t.optimizer)},
+      {"lr", t.lr},
+      {"batch_size", t.batch_size},
+      {"seed", t.seed},
+      {"steps", r.steps},
+      {"tokens", r.tokens},
+      {"seconds", r.seconds},
+      {"final_loss", r.final_loss},
+      {"val_loss", r.val_loss},
+      {"bigram_entropy", r.bigram_entropy},
+      {"weights_l2", r.weights_l2},
+      {"tokens_per_second", r.tokens_per_second},
+      {"flops_per_second", r.flops_per_second},
+      {"gemm_peak_flops", r.gemm_peak},
+      {"mfu", r.mfu},
+      {"history", history},
+      {"validation", validation},
+      {"sample", r.sample},
+      {"ranks", ranks},
+      {"block_activations_counted",
+       {{"model", activations.model}, {"korthikanti", activations.korthikanti}}}};
   write_file(o.report_file, "report", [&](std::ostream& out) { out << report.dump(2) << "\n"; });
 }
 

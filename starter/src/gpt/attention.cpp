@@ -103,15 +103,18 @@ const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy) {
 
 template <class T>
 std::size_t CausalSelfAttention<T>::activation_bytes() const {
-  // f(x) when f made it (else its owner counts it), q, k, v for the attention's backward, and
-  // out with lse (FlashAttention's: the probabilities are computed again, not kept).
-  return bytes_of(entered_, q_, k_, v_, attention_.out, attention_.lse);
+  // f(x) when f made it (else its owner counts it, and entered_ holds only f's backward: a
+  // workspace), q, k, v for the attention's backward, and out with lse (FlashAttention's: the
+  // probabilities are computed again, not kept).
+  const std::size_t entered = comm_.enter_forward ? bytes_of(entered_) : 0;
+  return entered + bytes_of(q_, k_, v_, attention_.out, attention_.lse);
 }
 
 template <class T>
 std::size_t CausalSelfAttention<T>::workspace_bytes() const {
-  return bytes_of(partial_, exited_, y_, out_grad_, input_grad_, attention_grads_.dq,
-                  attention_grads_.dk, attention_grads_.dv);
+  const std::size_t entered = comm_.enter_forward ? 0 : bytes_of(entered_);
+  return entered + bytes_of(partial_, exited_, y_, out_grad_, input_grad_, attention_grads_.dq,
+                            attention_grads_.dk, attention_grads_.dv);
 }
 
 template class CausalSelfAttention<float>;

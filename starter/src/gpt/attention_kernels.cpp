@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -120,7 +121,20 @@ void masked_scores(const Geometry& g, const Block& blk, const xt::xtensor<T, 2>&
   }
 }
 
+double kernel_cpu_seconds = 0;
+
+// Adds the CPU time of its scope to kernel_cpu_seconds.
+class CpuTimer {
+ public:
+  ~CpuTimer() { kernel_cpu_seconds += double(std::clock() - start_) / CLOCKS_PER_SEC; }
+
+ private:
+  std::clock_t start_ = std::clock();
+};
+
 }  // namespace
+
+double attention_kernel_cpu_seconds() { return kernel_cpu_seconds; }
 
 template <class T>
 AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt::xtensor<T, 2>& k,
@@ -128,6 +142,7 @@ AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt:
                                            const std::vector<int>& q_positions,
                                            const std::vector<int>& k_positions, int batch,
                                            int heads) {
+  const CpuTimer timer;
   const Geometry g =
       check("attention_block_forward", q, k, v, q_positions, k_positions, batch, heads);
   const T minus_infinity = -std::numeric_limits<T>::infinity();
@@ -165,6 +180,7 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
                                            const std::vector<int>& q_positions,
                                            const std::vector<int>& k_positions, int batch,
                                            int heads) {
+  const CpuTimer timer;
   const Geometry g =
       check("attention_block_backward", q, k, v, q_positions, k_positions, batch, heads);
   if (out.shape() != q.shape() || dout.shape() != q.shape() || lse.shape(0) != q.shape(0) ||

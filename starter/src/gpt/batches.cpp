@@ -29,15 +29,25 @@ std::vector<std::size_t> validation_windows(const Corpus& corpus, int seq_len, i
 
 GptBatch make_batch(const Corpus& corpus, const std::vector<std::size_t>& starts, std::size_t first,
                     std::size_t count, int seq_len, double loss_tokens) {
+  std::vector<int> positions(seq_len);
+  for (int s = 0; s < seq_len; ++s) positions[s] = s;
+  return make_batch(corpus, starts, first, count, positions, loss_tokens);
+}
+
+GptBatch make_batch(const Corpus& corpus, const std::vector<std::size_t>& starts, std::size_t first,
+                    std::size_t count, const std::vector<int>& positions, double loss_tokens) {
   GptBatch batch;
   batch.batch = static_cast<int>(count);
-  for (int s = 0; s < seq_len; ++s) batch.positions.push_back(s);
-  batch.tokens.resize({count * seq_len});
-  batch.targets.resize({count * seq_len});
+  batch.positions = positions;
+  const std::size_t per_sequence = positions.size();
+  batch.tokens.resize({count * per_sequence});
+  batch.targets.resize({count * per_sequence});
   for (std::size_t b = 0; b < count; ++b) {
     const std::int32_t* window = corpus.tokens.data() + starts[first + b];
-    std::copy_n(window, seq_len, batch.tokens.data() + b * seq_len);
-    std::copy_n(window + 1, seq_len, batch.targets.data() + b * seq_len);
+    for (std::size_t s = 0; s < per_sequence; ++s) {
+      batch.tokens(b * per_sequence + s) = window[positions[s]];
+      batch.targets(b * per_sequence + s) = window[positions[s] + 1];
+    }
   }
   batch.loss_tokens = loss_tokens;
   return batch;

@@ -117,14 +117,17 @@ std::vector<Parameter<T>*> Gpt<T>::parameters() {
 
 template <class T>
 std::size_t Gpt<T>::activation_bytes() const {
-  std::size_t total = final_norm_.activation_bytes() + bytes_of(head_entered_, loss_.logits_grad);
+  // f(ln_f(x)) when f made it (else head_entered_ holds only f's backward: a workspace).
+  const std::size_t entered = comm_.enter_forward ? bytes_of(head_entered_) : 0;
+  std::size_t total = final_norm_.activation_bytes() + entered + bytes_of(loss_.logits_grad);
   for (const Block<T>& block : blocks_) total += block.activation_bytes();
   return total;
 }
 
 template <class T>
 std::size_t Gpt<T>::workspace_bytes() const {
-  std::size_t total = embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
+  std::size_t total = (comm_.enter_forward ? 0 : bytes_of(head_entered_)) +
+                      embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
                       lm_head_.output_bytes() + lm_head_.input_grad_bytes() +
                       bytes_of(loss_.loss, logits_grad_);
   for (const Block<T>& block : blocks_) total += block.workspace_bytes();

@@ -135,14 +135,17 @@ std::vector<Parameter<T>*> Mlp<T>::parameters() {
 
 template <class T>
 std::size_t Mlp<T>::activation_bytes() const {
-  // f(x) for W1's gradient, x · W1 + b1 for GELU's, GELU(·) for W2's.
-  return bytes_of(entered_, hidden_) + fc1_.output_bytes();
+  // f(x) for W1's gradient when f made it (else entered_ holds only f's backward: a
+  // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's.
+  const std::size_t entered = comm_ && comm_->enter_forward ? bytes_of(entered_) : 0;
+  return entered + bytes_of(hidden_) + fc1_.output_bytes();
 }
 
 template <class T>
 std::size_t Mlp<T>::workspace_bytes() const {
-  return bytes_of(exited_, y_, hidden_grad_) + fc2_.output_bytes() + fc1_.input_grad_bytes() +
-         fc2_.input_grad_bytes();
+  const std::size_t entered = comm_ && comm_->enter_forward ? 0 : bytes_of(entered_);
+  return entered + bytes_of(exited_, y_, hidden_grad_) + fc2_.output_bytes() +
+         fc1_.input_grad_bytes() + fc2_.input_grad_bytes();
 }
 
 template class Mlp<float>;

@@ -14,14 +14,19 @@ std::vector<std::int32_t> generate(Gpt<T>& model, const std::vector<std::int32_t
   std::vector<std::int32_t> text = prompt;
   const std::size_t context = model.config().seq_len;
   std::vector<double> weights(alphabet_size);
+  const std::size_t multiple = model.layout().sequence_parallel ? model.layout().tp_size : 1;
   for (int n = 0; n < count; ++n) {
-    // The last T tokens, at positions 0 ... T − 1 as in training.
+    // The last T tokens, at positions 0 ... T − 1 as in training. Under sequence parallelism
+    // the positions must split evenly over tp: the last token is repeated up to a multiple of
+    // tp (T is one), which changes nothing before it, the attention being causal.
     const std::size_t length = std::min(text.size(), context);
+    const std::size_t padded = (length + multiple - 1) / multiple * multiple;
     GptBatch batch;
     batch.batch = 1;
-    batch.tokens.resize({length});
+    batch.tokens = Tokens::from_shape({padded});
+    batch.tokens.fill(text.back());
     std::copy(text.end() - length, text.end(), batch.tokens.begin());
-    for (std::size_t s = 0; s < length; ++s) batch.positions.push_back(static_cast<int>(s));
+    for (std::size_t s = 0; s < padded; ++s) batch.positions.push_back(static_cast<int>(s));
     model.forward(batch);
     const Matrix<T>& local = model.logits();
     const auto& gather = model.communication().gather_vocabulary;

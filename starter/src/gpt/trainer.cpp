@@ -1,11 +1,13 @@
 #include "dtk/gpt/trainer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
+#include <tuple>
 
 #include "dtk/gpt/batches.hpp"
 #include "dtk/gpt/bytes.hpp"
@@ -20,25 +22,6 @@ namespace dtk::gpt {
 namespace {
 
 std::string text(long value) { return std::to_string(value); }
-
-// Where this rank sits, and its groups: the ranks of its tensor-parallel group (same dp_idx
-// and cp_idx), of its context-parallel group (same tp_idx and dp_idx) and of its data-parallel
-// group (same tp_idx and cp_idx), each ordered by world rank.
-struct Groups {
-  int tp_idx, cp_idx, dp_idx;
-  Communicator tp_comm, cp_comm, dp_comm;
-};
-
-Groups make_groups(const GptTrainOptions& o, const Communicator& world) {
-  const int rank = world.Get_rank();
-  const int tp_idx = rank % o.tp, cp_idx = (rank / o.tp) % o.cp, dp_idx = rank / (o.tp * o.cp);
-  return {tp_idx,
-          cp_idx,
-          dp_idx,
-          world.Split(dp_idx * o.cp + cp_idx, rank),
-          world.Split(dp_idx * o.tp + tp_idx, rank),
-          world.Split(cp_idx * o.tp + tp_idx, rank)};
-}
 
 // Every parameter's value or gradient, one after another in the order of model.parameters(): the
 // one vector the data-parallel sum and Adam work on.
@@ -75,13 +58,13 @@ class FlatView {
 // on the first rank of its tensor-parallel group, an expert on the first replica holding it (the
 // ep ranks dp_idx < ep hold every expert once). Summed over the world.
 template <class T>
-double weights_square_sum(Gpt<T>& model, const Groups& g, int ep, const Communicator& world) {
+double weights_square_sum(Gpt<T>& model, const GptGrid& g, const Communicator& world) {
   double sum = 0;
   for (const Parameter<T>* p : model.parameters()) {
     const bool counted =
         g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
                           : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
-                                                                : g.dp_idx < ep && g.tp_idx == 0);
+                                                                : g.dp_idx < g.ep && g.tp_idx == 0);
     if (!counted) continue;
     for (const T v : p->value) sum += double(v) * double(v);
   }
@@ -90,8 +73,59 @@ double weights_square_sum(Gpt<T>& model, const Groups& g, int ep, const Communic
   return total;
 }
 
-// A step's (or the validation's) summed cross-entropy and tokens over the data-parallel group.
-// Raw MPI: these are measurements, not the training's communication.
+// The ranks holding other tokens of the same tensor sum its gradient: an expert's replicas, the
+// whole world for a replicated tensor under sequence parallelism (each tensor-parallel rank saw
+// its own positions), else the dp · cp ranks of the same tp_idx. The parameters go in that
+// order, so that each communicator sums one contiguous segment of the flat gradients.
+template <class T>
+class GradientSum {
+ public:
+  GradientSum(std::vector<Parameter<T>*> params, GptGrid& g) {
+    Communicator* comms[3] = {&g.expert_replica_comm, &g.world_comm, &g.replica_comm};
+    const auto which = [&](const Parameter<T>* p) {
+      if (p->sharing == Sharing::Expert) return 0;
+      return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
+    };
+    std::stable_sort(params.begin(), params.end(),
+                     [&](auto* a, auto* b) { return which(a) < which(b); });
+    std::size_t begin = 0;
+    for (int c = 0; c < 3; ++c) {
+      std::size_t size = 0;
+      for (const Parameter<T>* p : params) size += which(p) == c ? p->value.size() : 0;
+      if (comms[c]->Get_size() > 1 && size > 0) segments_.push_back({comms[c], begin, size});
+      begin += size;
+    }
+    params_ = std::move(params);
+  }
+  // In the order of the flat vector.
+  const std::vector<Parameter<T>*>& parameters() const { return params_; }
+
+  void sum(xt::xtensor<T, 1>& flat) const {
+    for (const Segment& s : segments_) {
+      Span part{flat.data() + s.begin, s.size};
+      s.comm->Allreduce(part, part);
+    }
+  }
+
+ private:
+  struct Span {  // what the Communicator needs of a container
+    using value_type = T;
+    T* ptr;
+    std::size_t n;
+    T* data() const { return ptr; }
+    std::size_t size() const { return n; }
+  };
+  struct Segment {
+    Communicator* comm;
+    std::size_t begin, size;
+  };
+  std::vector<Parameter<T>*> params_;
+  std::vector<Segment> segments_;
+};
+
+// A step's (or the validation's) summed cross-entropy over `comm` (replica_comm: the dp · cp
+// ranks scoring other tokens; a tensor-parallel group scores the same ones). Raw MPI: these are
+// measurements, not the training's communication.
 double sum_over(double value, const Communicator& comm) {
   double total = 0;
   MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm.handle());
@@ -99,22 +133,29 @@ double sum_over(double value, const Communicator& comm) {
 }
 
 // The mean cross-entropy over the validation windows, each data-parallel rank taking its
-// contiguous share, batch_size / dp windows at a time.
+// contiguous share, batch_size / dp windows at a time, at this rank's positions. Every rank runs
+// as many forwards (a rank whose share is used up runs its last window again, unscored): an
+// expert-parallel group's all-to-alls span data-parallel ranks.
 template <class T>
 double validation_loss(Gpt<T>& model, const GptTrainOptions& o, const Corpus& corpus,
-                       const std::vector<std::size_t>& windows, const Groups& g) {
+                       const std::vector<std::size_t>& windows, const std::vector<int>& positions,
+                       GptGrid& g) {
   const std::size_t share = (windows.size() + o.dp - 1) / o.dp;
   const std::size_t first = std::min(windows.size(), g.dp_idx * share);
   const std::size_t last = std::min(windows.size(), first + share);
   const std::size_t chunk = std::max(1, o.batch_size / o.dp);
   double sum = 0;
-  for (std::size_t begin = first; begin < last; begin += chunk) {
-    const std::size_t count = std::min(chunk, last - begin);
-    GptBatch batch = make_batch(corpus, windows, begin, count, o.model.seq_len, 1.0);
+  for (std::size_t begin = first; begin < first + share; begin += chunk) {
+    const bool scored = begin < last;
+    const std::size_t start = scored ? begin : windows.size() - 1;
+    const std::size_t count = scored ? std::min(chunk, last - begin) : 1;
+    GptBatch batch = make_batch(corpus, windows, start, count, positions, 1.0);
     batch.training = false;
-    sum += model.forward(batch).cross_entropy_sum;
+    g.sequences = batch.batch;
+    const double loss = model.forward(batch).cross_entropy_sum;
+    if (scored) sum += loss;
   }
-  return sum_over(sum, g.dp_comm) / (double(windows.size()) * o.model.seq_len);
+  return sum_over(sum, g.replica_comm) / (double(windows.size()) * o.model.seq_len);
 }
 
 std::string progress(long step, long steps, const GptStepRecord& r, double tokens_per_second,
@@ -140,35 +181,93 @@ std::vector<GptRankReport> gather_reports(const GptRankReport& mine, const Commu
 }  // namespace
 
 std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const Corpus& corpus) {
-  if (o.tp > 1)
-    return "--tp " + text(o.tp) +
-           ": tensor parallelism is Part 10's, whose trainer this build does not hold yet";
-  if (o.cp > 1)
-    return "--cp " + text(o.cp) +
-           ": context parallelism is Part 11's, whose trainer this build does not hold yet";
-  if (o.ep > 1)
-    return "--ep " + text(o.ep) +
-           ": expert parallelism is Part 12's, whose trainer this build does not hold yet";
-  if (o.sequence_parallel) return "--sp (sequence parallelism) needs tensor parallelism, --tp > 1";
-  if (o.zigzag) return "--zigzag (the zigzag layout of ring attention) needs --cp > 1";
+  if (o.sequence_parallel && o.tp == 1) {
+    return "--sp (sequence parallelism) needs tensor parallelism, --tp > 1";
+  }
+  if (o.zigzag && o.cp == 1) return "--zigzag (the zigzag layout of ring attention) needs --cp > 1";
   if (!o.model.mixture_of_experts() && o.model.top_k != 1) {
     return "--top_k " + text(o.model.top_k) + " needs a mixture of experts: give --experts too";
   }
-  GptConfig model = o.model;
-  model.vocab_size = corpus.vocab_size;
-  const std::string problem = config_problem(model);
+  if (o.ep > 1 && !o.model.mixture_of_experts()) {
+    return "--ep " + text(o.ep) + " needs a mixture of experts: give --experts too";
+  }
+  GptConfig m = o.model;
+  m.vocab_size = corpus.vocab_size;
+  const std::string problem = config_problem(m);
   if (!problem.empty()) return problem;
+  if (o.batch_size % o.dp != 0) {
+    return "--batch_size " + text(o.batch_size) + " must be a multiple of --dp " + text(o.dp) +
+           ": each data-parallel rank reads batch_size / dp sequences";
+  }
+  // Part 10: whole heads, MLP columns and vocabulary rows per rank; S/tp positions under --sp.
+  if (m.heads % o.tp != 0) {
+    return "--tp " + text(o.tp) + " must divide the " + text(m.heads) +
+           " heads: each rank holds whole heads";
+  }
+  if (m.vocab_size % o.tp != 0) {
+    return "--tp " + text(o.tp) + " must divide the vocabulary of " + text(m.vocab_size) +
+           " (the text's characters padded to a multiple of 64)";
+  }
+  const int positions = m.seq_len / o.cp;  // of each sequence, on one context-parallel rank
+  if (o.sequence_parallel && (m.seq_len % o.cp != 0 || positions % o.tp != 0)) {
+    return "--sp: --tp " + text(o.tp) + " must divide the " + text(m.seq_len) + " / " + text(o.cp) +
+           " positions each rank's residual stream splits";
+  }
+  if (o.tp > 1 && m.mixture_of_experts()) {
+    return "--tp " + text(o.tp) +
+           " with --experts: this trainer splits a mixture of experts over "
+           "--ep only (its experts are whole MLPs); use --dp and --ep";
+  }
+  // Part 11: equal slices (two chunks each under --zigzag).
+  const int slices = o.zigzag ? 2 * o.cp : o.cp;
+  if (m.seq_len % slices != 0) {
+    return "--cp " + text(o.cp) + (o.zigzag ? " --zigzag cuts" : " cuts") + " each sequence into " +
+           text(slices) + " equal slices, which must divide --seq " + text(m.seq_len);
+  }
+  if (o.cp > 1 && o.sample_chars > 0) {
+    return "--sample with --cp " + text(o.cp) +
+           ": sampling runs the model one position at a "
+           "time, which a context-parallel group cannot split; sample without --cp";
+  }
+  // Part 12: ep consecutive data-parallel ranks hold E/ep experts each.
+  if (o.dp % o.ep != 0) {
+    return "--ep " + text(o.ep) + " must divide --dp " + text(o.dp) +
+           ": an expert-parallel group is ep consecutive data-parallel ranks";
+  }
+  if (m.mixture_of_experts() && m.experts % o.ep != 0) {
+    return "--ep " + text(o.ep) + " must divide the " + text(m.experts) +
+           " experts: each rank holds experts / ep of them";
+  }
   const int wanted = o.tp * o.cp * o.dp;
   if (ranks != wanted) {
     return "gpt_train needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " +
            text(o.dp) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
            ": run it with  mpirun -n " + text(wanted);
   }
-  if (o.batch_size % o.dp != 0) {
-    return "--batch_size " + text(o.batch_size) + " must be a multiple of --dp " + text(o.dp) +
-           ": each data-parallel rank reads batch_size / dp sequences";
-  }
   return "";
+}
+
+GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {
+  GptGrid g;
+  g.tp = o.tp;
+  g.cp = o.cp;
+  g.dp = o.dp;
+  g.ep = o.ep;
+  g.sequence_parallel = o.sequence_parallel;
+  g.zigzag = o.zigzag;
+  const int rank = world.Get_rank();
+  g.tp_idx = rank % o.tp;
+  g.cp_idx = (rank / o.tp) % o.cp;
+  g.dp_idx = rank / (o.tp * o.cp);
+  g.ep_idx = g.dp_idx % o.ep;
+  const int expert_group = g.dp_idx / o.ep;  // which ep consecutive dp ranks
+  g.tp_comm = world.Split(g.dp_idx * o.cp + g.cp_idx, rank);
+  g.cp_comm = world.Split(g.dp_idx * o.tp + g.tp_idx, rank);
+  g.ep_comm = world.Split((expert_group * o.cp + g.cp_idx) * o.tp + g.tp_idx, rank);
+  g.replica_comm = world.Split(g.tp_idx, rank);
+  g.expert_replica_comm = world.Split(g.ep_idx * o.tp + g.tp_idx, rank);
+  g.world_comm = world.Split(0, rank);
+  return g;
 }
 
 double learning_rate(double lr, long step, long steps) {
@@ -178,25 +277,90 @@ double learning_rate(double lr, long step, long steps) {
   return lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * progress)));
 }
 
+namespace {
+
+// This rank's slice of the model: the students' 10.1 and 12.1 say which.
+template <class T>
+GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParallelism<T>& par) {
+  GptLayout layout = one_rank_layout(config);
+  if (g.tp > 1) {
+    layout.tp_size = g.tp;
+    layout.tp_idx = g.tp_idx;
+    layout.qkv_columns = par.qkv_columns(config.hidden, config.heads, g.tp, g.tp_idx);
+    layout.sequence_parallel = g.sequence_parallel;
+  }
+  if (g.ep > 1) {
+    std::tie(layout.expert_begin, layout.expert_end) =
+        par.local_experts(config.experts, g.ep, g.ep_idx);
+  }
+  return layout;
+}
+
+// The positions of each sequence this rank holds: the students' 11.1 under cp, else all.
+template <class T>
+std::vector<int> rank_positions(int seq_len, const GptGrid& g, const GptParallelism<T>& par) {
+  if (g.cp > 1) return par.cp_positions(seq_len, g.cp, g.cp_idx, g.zigzag);
+  return index_range(0, seq_len);
+}
+
+// The model's communication: the students' functions on this grid (gpt_train's binding), the
+// router's statistics summed over every rank holding other tokens of the step (the trainer
+// refuses tensor parallelism with experts, so those are the dp · cp ranks of replica_comm), and
+// the attention cores timed: their wall seconds added to `attention_seconds`, and each call an
+// "attention" interval of the trace when `recorder` holds one.
+template <class T>
+GptCommunication<T> make_communication(GptGrid& g, const GptParallelism<T>& par,
+                                       double& attention_seconds,
+                                       const std::unique_ptr<TimelineRecorder>& recorder) {
+  GptCommunication<T> comm = par.communication(g);
+  if (g.replica_comm.Get_size() > 1) {
+    comm.sum_over_batch = [&g](std::vector<double>& values) {
+      g.replica_comm.Allreduce(values, values);
+    };
+  }
+  const auto timed = [&attention_seconds, &recorder](auto function, WorkKind kind) {
+    return [function, kind, &attention_seconds, &recorder](const auto&... args) {
+      const double begin = MPI_Wtime();
+      auto result = function(args...);
+      const double end = MPI_Wtime();
+      attention_seconds += end - begin;
+      if (recorder) recorder->add(kind, 0, "attention", begin, end);
+      return result;
+    };
+  };
+  comm.attention_forward = timed(comm.attention_forward, WorkKind::Forward);
+  comm.attention_backward = timed(comm.attention_backward, WorkKind::Backward);
+  return comm;
+}
+
+// Bytes each group's communicators have sent so far: tensor, context, data, expert parallel.
+std::array<std::uint64_t, 4> bytes_sent(const GptGrid& g) {
+  return {g.tp_comm.total_bytes_transferred(), g.cp_comm.total_bytes_transferred(),
+          g.replica_comm.total_bytes_transferred() +
+              g.expert_replica_comm.total_bytes_transferred() +
+              g.world_comm.total_bytes_transferred(),
+          g.ep_comm.total_bytes_transferred()};
+}
+
+}  // namespace
+
 template <class T>
 GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const Communicator& world,
-                         std::ostream& out) {
+                         const GptParallelism<T>& parallelism, std::ostream& out) {
   const std::string problem = gpt_options_problem(o, world.Get_size(), corpus);
   if (!problem.empty()) throw std::invalid_argument(problem);
   const bool root = world.Get_rank() == 0;
-  Groups g = make_groups(o, world);
+  GptGrid g = make_grid(o, world);
   GptConfig config = o.model;
   config.vocab_size = corpus.vocab_size;
 
-  // The whole model on every rank; the load-balancing statistics summed over the global batch.
-  GptCommunication<T> comm = one_rank_communication<T>();
-  if (o.dp > 1) {
-    comm.sum_over_batch = [&g](std::vector<double>& values) {
-      g.dp_comm.Allreduce(values, values);
-    };
-  }
-  Gpt<T> model(config, one_rank_layout(config), o.seed, comm);
-  const std::vector<Parameter<T>*> params = model.parameters();
+  double attention_seconds = 0;                // in the attention cores, since the start
+  std::unique_ptr<TimelineRecorder> recorder;  // with record_timeline, once training starts
+  Gpt<T> model(config, make_layout(config, g, parallelism), o.seed,
+               make_communication(g, parallelism, attention_seconds, recorder));
+  const std::vector<int> positions = rank_positions(config.seq_len, g, parallelism);
+  const GradientSum<T> gradient_sum(model.parameters(), g);
+  const std::vector<Parameter<T>*>& params = gradient_sum.parameters();
   FlatView<T> flat_grads(params), flat_values(params);
   std::unique_ptr<Adam<T>> adam;
   if (o.optimizer == Optimizer::Adam) adam = std::make_unique<Adam<T>>(flat_values.values().size());
@@ -217,9 +381,10 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   measured.tp_idx = g.tp_idx;
   measured.cp_idx = g.cp_idx;
   measured.dp_idx = g.dp_idx;
+  measured.ep_idx = g.ep_idx;
+  std::array<std::uint64_t, 4> step_bytes{};  // sent by the training steps
   world.Barrier();
   const double start = MPI_Wtime();
-  std::unique_ptr<TimelineRecorder> recorder;
   if (o.record_timeline) recorder = std::make_unique<TimelineRecorder>(world.Get_rank(), start);
   for (long step = 1; step <= o.steps; ++step) {
     if (recorder) {
@@ -227,12 +392,18 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
       recorder->set_recording(true);
     }
     const double begin = MPI_Wtime();
+    const std::array<std::uint64_t, 4> bytes_before = bytes_sent(g);
+    const double attention_before = attention_seconds,
+                 attention_cpu_before = attention_kernel_cpu_seconds();
     const std::vector<std::size_t> windows =
         training_windows(corpus, config.seq_len, o.batch_size, o.seed, step);
-    const GptBatch batch = make_batch(corpus, windows, g.dp_idx * local_batch, local_batch,
-                                      config.seq_len, global_tokens);
+    const GptBatch batch =
+        make_batch(corpus, windows, g.dp_idx * local_batch, local_batch, positions, global_tokens);
+    g.sequences = batch.batch;
     const GptLoss loss = model.forward(batch);
     measured.activations = std::max(measured.activations, model.activation_bytes());
+    measured.block_activations =
+        std::max(measured.block_activations, model.blocks().front().activation_bytes());
     const double forward_end = MPI_Wtime();
     model.zero_grad();
     model.backward();
@@ -241,10 +412,9 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
       recorder->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder->add(WorkKind::Backward, 0, "backward", forward_end, backward_end);
     }
-    // The data-parallel gradient sum: one Allreduce of every gradient.
     flat_grads.gather(&Parameter<T>::grad);
-    if (o.dp > 1) g.dp_comm.Allreduce(flat_grads.values(), flat_grads.values());
-    // The optimizer's step, the same on every rank.
+    gradient_sum.sum(flat_grads.values());
+    // The optimizer's step, the same on every rank holding the same tensor.
     const double lr = learning_rate(o.lr, step, o.steps);
     flat_values.gather(&Parameter<T>::value);
     if (adam) {
@@ -254,10 +424,23 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
     }
     flat_values.scatter(&Parameter<T>::value);
     report.seconds += MPI_Wtime() - begin;
+    const std::array<std::uint64_t, 4> bytes_after = bytes_sent(g);
+    for (int group = 0; group < 4; ++group)
+      step_bytes[group] += bytes_after[group] - bytes_before[group];
+    measured.attention_seconds += attention_seconds - attention_before;
+    measured.attention_cpu_seconds += attention_kernel_cpu_seconds() - attention_cpu_before;
     if (recorder) recorder->set_recording(false);
 
-    GptStepRecord record{step, sum_over(loss.cross_entropy_sum, g.dp_comm) / global_tokens,
-                         loss.aux_loss, lr, report.seconds};
+    GptStepRecord record{
+        step,           sum_over(loss.cross_entropy_sum, g.replica_comm) / global_tokens,
+        loss.aux_loss,  lr,
+        report.seconds, {}};
+    for (const Block<T>& block : model.blocks()) {
+      if (const MixtureOfExperts<T>* moe = block.mixture()) {
+        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows().begin(),
+                                  moe->expert_rows().end());
+      }
+    }
     if (!std::isfinite(record.loss)) {  // the same on every rank: all stop
       throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
                                ": the training diverged; try a smaller --lr (it was " +
@@ -266,8 +449,10 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
     report.history.push_back(record);
     report.tokens += global_tokens;
     const bool validate = step % eval_every == 0 || step == o.steps;
-    if (validate)
-      report.validation.push_back({step, validation_loss(model, o, corpus, validation, g)});
+    if (validate) {
+      report.validation.push_back(
+          {step, validation_loss(model, o, corpus, validation, positions, g)});
+    }
     if (root && (step % progress_every == 0 || step == o.steps || validate)) {
       out << progress(step, o.steps, record, report.tokens / report.seconds,
                       validate ? &report.validation.back() : nullptr)
@@ -281,27 +466,32 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
   report.flops_per_second = training_flops(config, report.tokens) / report.seconds;
   report.gemm_peak = gemm_peak_flops<T>(world);
   report.mfu = report.flops_per_second / report.gemm_peak;
-  report.weights_l2 = std::sqrt(weights_square_sum(model, g, o.ep, world));
+  report.weights_l2 = std::sqrt(weights_square_sum(model, g, world));
 
   for (const Parameter<T>* p : params) {
     measured.parameters += bytes_of(p->value);
     measured.gradients += bytes_of(p->grad);
+    if (p->sharing == Sharing::Expert) measured.expert_parameters += bytes_of(p->value);
   }
   measured.optimizer = adam ? adam->state_bytes() : 0;
   measured.transient =
       model.workspace_bytes() + bytes_of(flat_grads.values(), flat_values.values());
-  measured.tensor_parallel_bytes = g.tp_comm.total_bytes_transferred();
-  measured.context_parallel_bytes = g.cp_comm.total_bytes_transferred();
-  measured.data_parallel_bytes = g.dp_comm.total_bytes_transferred();
+  measured.tensor_parallel_bytes = step_bytes[0];
+  measured.context_parallel_bytes = step_bytes[1];
+  measured.data_parallel_bytes = step_bytes[2];
+  measured.expert_parallel_bytes = step_bytes[3];
   report.ranks = gather_reports(measured, world);
   if (recorder) report.timeline = gather_timeline(recorder->events(), world);
 
-  if (o.sample_chars > 0 && g.dp_idx == 0 && g.cp_idx == 0) {
-    // A new line, if the text has one, starts the sample where a line of the corpus starts.
+  if (o.sample_chars > 0) {
+    // Every rank samples in step (the model's communication spans its groups); rank 0's is
+    // reported. A new line, if the text has one, starts the sample where a line of the corpus
+    // starts.
     const auto newline = std::lower_bound(corpus.alphabet.begin(), corpus.alphabet.end(), U'\n');
     const std::int32_t first = newline != corpus.alphabet.end() && *newline == U'\n'
                                    ? std::int32_t(newline - corpus.alphabet.begin())
                                    : corpus.tokens[corpus.validation_begin];
+    g.sequences = 1;
     report.sample =
         corpus.decode(generate(model, {first}, o.sample_chars,
                                static_cast<int>(corpus.alphabet.size()), o.temperature, o.seed));
@@ -310,8 +500,9 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
 }
 
 template GptTrainReport train_gpt<float>(const GptTrainOptions&, const Corpus&, const Communicator&,
-                                         std::ostream&);
+                                         const GptParallelism<float>&, std::ostream&);
 template GptTrainReport train_gpt<double>(const GptTrainOptions&, const Corpus&,
-                                          const Communicator&, std::ostream&);
+                                          const Communicator&, const GptParallelism<double>&,
+                                          std::ostream&);
 
 }  // namespace dtk::gpt

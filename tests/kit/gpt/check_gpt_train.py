@@ -4,11 +4,20 @@
   layouts  dp = 1, 2, 3, 4 train the same model: the same weights_l2 (relative 1e-5) and final
            loss, for the dense model and a mixture of experts, in double and in float; and the
            ranks of dp > 1 do send their gradients.
+  tensor   Part 10's layout: tp 1, 2, 4 x --sp or not x dp 1, 2 train the one-rank model (double,
+           relative 1e-5); the tensor-parallel and data-parallel bytes of a step, and the
+           activations a block keeps, are the analytic counts gpt_train prints, exactly.
+  context  Part 11's: cp 1, 2, 4, contiguous and zig-zag, with tp and dp, train the one-rank
+           model; the ring's bytes are the analytic count of its keys and values (their
+           positions travel too: within 2 %), the other groups' bytes and the activations
+           exactly.
+  experts  Part 12's: ep 1, 2, 4 x top_k 1, 2 (and ep 2 inside dp 4) train the one-rank mixture
+           of experts; expert-parallel ranks send rows, and each holds E/ep experts' parameters.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
-           status 2: unknown flags and values, layouts of Parts 10-12, a rank count that is not
-           tp x cp x dp, shapes the model refuses, a missing, empty, short or non-UTF-8 corpus, a
-           missing `bible`, an output file that cannot be made; a run that diverges stops with
-           one line and exit 1. --help exits 0.
+           status 2: unknown flags and values, layouts whose shapes do not split (naming both
+           numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
+           empty, short or non-UTF-8 corpus, a missing `bible`, an output file that cannot be
+           made; a run that diverges stops with one line and exit 1. --help exits 0.
   learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
            sequences of 32 characters): the validation loss falls below the text's bigram
            entropy; the report, the sample and the trace hold what they should.
@@ -84,6 +93,87 @@ def layouts():
                     fail("%s %s dp %d: a rank sent no gradients (%s)" % (model, dtype, dp, sent))
 
 
+GROUPS = ("tensor_parallel", "context_parallel", "data_parallel", "expert_parallel")
+
+
+def same_model(what, layouts, extra, check=None):
+    """Each layout (ranks, flags) trains the one-rank model of TINY + extra in double: the same
+    weights_l2 and final loss (relative 1e-5). check(layout, report) returns its own failures."""
+    common = TINY + extra + ["--batch_size", "4", "--steps", "3", "--dtype", "double"]
+    base = report_of(1, common, "one_rank")
+    if base is None:
+        return
+    for ranks, flags in layouts:
+        r = report_of(ranks, common + flags, "layout")
+        if r is None:
+            continue
+        l2 = abs(r["weights_l2"] - base["weights_l2"]) / base["weights_l2"]
+        loss = abs(r["final_loss"] - base["final_loss"]) / base["final_loss"]
+        problems = ([] if l2 <= 1e-5 and loss <= 1e-5 else
+                    ["weights_l2 %.12g against %.12g one rank's" % (r["weights_l2"], base["weights_l2"])])
+        problems += check(flags, r) if check else []
+        where = "%s %-32s (-n %d)" % (what, " ".join(flags), ranks)
+        if problems:
+            fail("%s: %s" % (where, "; ".join(problems)))
+        else:
+            print("ok: %s: weights_l2 relative difference %.1e, final loss %.1e" % (where, l2, loss))
+
+
+def bytes_match(r, groups, tolerance=0.0):
+    """Every rank's measured bytes per step of `groups` against gpt_train's analytic count."""
+    problems = []
+    for rank in r["ranks"]:
+        for group in groups:
+            measured, expected = rank["bytes_sent"][group] / r["steps"], rank["expected_bytes_per_step"][group]
+            if abs(measured - expected) > tolerance * expected or (expected == 0) != (measured == 0):
+                problems.append("rank %d sent %.0f %s bytes per step, the analytic count is %.0f"
+                                % (rank["rank"], measured, group, expected))
+    return problems
+
+
+def activations_match(r):
+    """Every rank's measured activations of one block against gpt_train's count from the shape."""
+    counted = r["block_activations_counted"]["model"]
+    return ["rank %d keeps %d bytes of activations in a block, the count is %.0f"
+            % (rank["rank"], rank["peak_bytes"]["block_activations"], counted)
+            for rank in r["ranks"] if rank["peak_bytes"]["block_activations"] != counted]
+
+
+def tensor():
+    layouts = [(tp * dp, ["--tp", str(tp), "--dp", str(dp)] + sp)
+               for tp in (1, 2, 4) for sp in ([], ["--sp"]) for dp in (1, 2) if tp > 1 or not sp]
+    same_model("tensor parallel", layouts, [],
+               lambda flags, r: bytes_match(r, ("tensor_parallel", "data_parallel")) +
+               activations_match(r))
+
+
+def context():
+    layouts = [(cp, ["--cp", str(cp)] + z) for cp in (2, 4) for z in ([], ["--zigzag"])]
+    layouts += [(8, ["--cp", "2", "--tp", "2", "--dp", "2"]),
+                (8, ["--cp", "2", "--zigzag", "--tp", "2", "--sp", "--dp", "2"])]
+    same_model("context parallel", layouts, [],
+               lambda flags, r: bytes_match(r, ("context_parallel",), 0.02) +
+               bytes_match(r, ("tensor_parallel", "data_parallel")) + activations_match(r))
+
+
+def experts():
+    def check(flags, r):
+        ep = int(flags[flags.index("--ep") + 1])
+        h, layers, experts = 32, 2, 4  # TINY's, and the experts of the runs below
+        held = layers * experts // ep * (8 * h * h + 5 * h) * 8  # E/ep MLPs per block, in double
+        sizes = {rank["peak_bytes"]["expert_parameters"] for rank in r["ranks"]}
+        sent = [rank["bytes_sent"]["expert_parallel"] for rank in r["ranks"]]
+        problems = [] if sizes == {held} else ["expert bytes per rank %s, E/ep experts are %d"
+                                               % (sorted(sizes), held)]
+        if ep > 1 and min(sent) == 0:
+            problems.append("a rank of an expert-parallel group sent no rows (%s)" % sent)
+        return problems + bytes_match(r, ("data_parallel",))
+    for k in (1, 2):
+        layouts = [(ep, ["--dp", str(ep), "--ep", str(ep)]) for ep in (1, 2, 4)]
+        layouts += [(4, ["--dp", "4", "--ep", "2"])]
+        same_model("experts, top_k %d" % k, layouts, ["--experts", "4", "--top_k", str(k)], check)
+
+
 def expect_error(ranks, args, text, env=None, status=2):
     result = run(ranks, args, env)
     lines = [l for l in result.stderr.splitlines() if l.startswith("gpt_train: ")]
@@ -113,15 +203,26 @@ def cli():
     expect_error(1, ["--optimizer", "lamb"], "--optimizer expects adam or sgd, got 'lamb'")
     expect_error(1, ["--dtype", "half"], "--dtype expects double or float, got 'half'")
     expect_error(1, ["--lr", "-1"], "--lr expects a positive number, got '-1'")
-    expect_error(1, TINY + ["--tp", "2"], "tensor parallelism is Part 10's")
-    expect_error(1, TINY + ["--cp", "2"], "context parallelism is Part 11's")
-    expect_error(1, TINY + ["--ep", "2", "--experts", "4"], "expert parallelism is Part 12's")
+    expect_error(1, TINY + ["--tp", "3"], "--tp 3 must divide the 4 heads")
+    expect_error(1, TINY + ["--hidden", "128", "--heads", "128", "--tp", "128"],
+                 "--tp 128 must divide the vocabulary of 64")
+    expect_error(1, TINY + ["--tp", "4", "--sp", "--seq", "18"],
+                 "--sp: --tp 4 must divide the 18 / 1 positions")
+    expect_error(1, TINY + ["--tp", "2", "--experts", "4"], "--tp 2 with --experts")
+    expect_error(1, TINY + ["--cp", "2", "--zigzag", "--seq", "18"],
+                 "--cp 2 --zigzag cuts each sequence into 4 equal slices, which must divide --seq 18")
+    expect_error(1, TINY + ["--cp", "2", "--sample", "10"], "--sample with --cp 2")
+    expect_error(1, TINY + ["--ep", "2"], "--ep 2 needs a mixture of experts")
+    expect_error(1, TINY + ["--ep", "2", "--experts", "4"], "--ep 2 must divide --dp 1")
+    expect_error(1, TINY + ["--ep", "2", "--dp", "2", "--experts", "3"], "--ep 2 must divide the 3 experts")
     expect_error(1, TINY + ["--sp"], "--sp (sequence parallelism) needs tensor parallelism")
     expect_error(1, TINY + ["--zigzag"], "--zigzag (the zigzag layout of ring attention) needs --cp > 1")
     expect_error(1, TINY + ["--top_k", "2"], "--top_k 2 needs a mixture of experts")
     expect_error(1, TINY + ["--experts", "2", "--top_k", "3"], "top_k 3 must be between 1 and the 2 experts")
     expect_error(1, TINY + ["--heads", "3"], "3 heads do not divide the hidden width 32")
     expect_error(2, TINY, "gpt_train needs tp x cp x dp = 1 x 1 x 1 = 1 ranks, but mpirun started 2")
+    expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
+                 "gpt_train needs tp x cp x dp = 2 x 2 x 1 = 4 ranks, but mpirun started 2")
     expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
     expect_error(2, TINY + ["--dp", "2", "--corpus", "/nonexistent/kjv.txt"],
                  "--corpus /nonexistent/kjv.txt: cannot open this file")
@@ -185,7 +286,8 @@ def learns():
 
 
 try:
-    {"layouts": layouts, "cli": cli, "learns": learns}[MODE]()
+    {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts, "cli": cli,
+     "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)
 sys.exit(1 if failures else 0)

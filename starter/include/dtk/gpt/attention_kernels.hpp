@@ -49,4 +49,9 @@ AttentionGrads<T> attention_block_backward(
     const xt::xtensor<T, 2>& out, const xt::xtensor<T, 2>& lse, const xt::xtensor<T, 2>& dout,
     const std::vector<int>& q_positions, const std::vector<int>& k_positions, int batch, int heads);
 
+// The CPU seconds (every thread of this process) spent in the two kernels so far: a rank's
+// attention work, without the time a ring spends waiting for its neighbours (gpt_train reports
+// it per rank: the imbalance of contiguous slices under context parallelism).
+double attention_kernel_cpu_seconds();
+
 }  // namespace dtk

@@ -28,4 +28,9 @@ std::vector<std::size_t> validation_windows(const Corpus& corpus, int seq_len, i
 GptBatch make_batch(const Corpus& corpus, const std::vector<std::size_t>& starts, std::size_t first,
                     std::size_t count, int seq_len, double loss_tokens);
 
+// The same windows at `positions` only (the S positions a context-parallel rank holds of each,
+// Part 11): tokens and targets (B · S, row b · S + s at position positions[s]).
+GptBatch make_batch(const Corpus& corpus, const std::vector<std::size_t>& starts, std::size_t first,
+                    std::size_t count, const std::vector<int>& positions, double loss_tokens);
+
 }  // namespace dtk::gpt

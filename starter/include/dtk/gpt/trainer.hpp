@@ -1,25 +1,33 @@
 // Training the GPT on tp × cp × dp ranks, as gpt_train does (assignment 3).
 //
 // Ranks: tp fastest, then cp, then dp (tp_idx = rank % tp, cp_idx = (rank / tp) % cp, dp_idx =
-// rank / (tp · cp)). This trainer runs data parallelism: every rank holds the whole model, reads
-// its contiguous share of each step's global batch (batches.hpp), and the ranks' gradients are
-// summed (one Allreduce of all of them, provided) before every rank takes the same optimizer
-// step. The loss is the mean over the global batch's tokens, so any dp trains the same model:
-// the same weights_l2 for dp = 1, 2, 3, 4 (up to rounding). Tensor, context and expert
-// parallelism are Parts 10, 11 and 12: train_gpt refuses them until their trainers give the
-// model their communication (GptCommunication).
+// rank / (tp · cp)); the expert-parallel groups (Part 12) are ep consecutive data-parallel ranks
+// (ep_idx = dp_idx % ep). Every rank of a tensor-parallel group holds its slice of the same
+// replica (Part 10: heads, MLP columns, vocabulary; with sequence parallelism S/tp positions of
+// the residual stream); a context-parallel group splits every sequence's positions (Part 11);
+// an expert-parallel group splits the experts (Part 12); the data-parallel ranks read their
+// contiguous share of each step's global batch (batches.hpp).
 //
-// A step: forward and backward of this rank's share, the gradient sum, Adam (adam.hpp, with the
-// learning rate warmed up linearly over the first steps and then decayed along a cosine to a
+// The model never calls the students' functions: gpt_train gives the trainer a GptParallelism
+// that binds them (programs/gpt_train_parallelism.cpp), and the trainer builds the model's
+// GptLayout and GptCommunication from it. The loss is the mean over the global batch's tokens,
+// so every layout trains the same model: the same weights_l2 as one rank, up to rounding.
+//
+// A step: forward and backward of this rank's share, the gradient sums (each parameter over the
+// ranks holding other tokens of the same tensor: Sharing, parameter.hpp), Adam (adam.hpp, with
+// the learning rate warmed up linearly over the first steps and then decayed along a cosine to a
 // tenth) or SGD.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtk/communicator.hpp"
+#include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/corpus.hpp"
 #include "dtk/model/timeline.hpp"
@@ -49,23 +57,66 @@ struct GptTrainOptions {
   bool record_timeline = false;  // every step's forward, backward and Communicator calls
 };
 
-// Why these options cannot train on `ranks` ranks with this corpus, in one sentence; "" when
-// they can.
+// Why these options cannot train on `ranks` ranks with this corpus, in one sentence naming the
+// numbers that disagree; "" when they can.
 std::string gpt_options_problem(const GptTrainOptions& options, int ranks, const Corpus& corpus);
 
 // The learning rate of step `step` (from 1) of `steps`: linear warm-up over the first
 // min(100, steps / 10) steps, then a cosine from lr down to lr / 10.
 double learning_rate(double lr, long step, long steps);
 
+// Where this rank sits in the grid, and its communicators. Each group's ranks are ordered by
+// world rank.
+struct GptGrid {
+  int tp = 1, cp = 1, dp = 1, ep = 1;
+  int tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0;
+  bool sequence_parallel = false, zigzag = false;
+  Communicator tp_comm;  // same cp_idx and dp_idx: Part 10's tp_comm
+  Communicator cp_comm;  // same tp_idx and dp_idx: Part 11's ring
+  Communicator ep_comm;  // ep consecutive dp ranks, same tp_idx and cp_idx: Part 12's ep_comm
+  // The gradient sums: every rank of the same tp_idx (dp · cp ranks: the other tokens of a
+  // tensor-parallel slice), the replicas of this rank's experts (the same tp_idx and ep_idx), and
+  // the whole world (replicated parameters under sequence parallelism).
+  Communicator replica_comm, expert_replica_comm, world_comm;
+  // Sequences in the batch the model is running: the trainer sets it before every forward
+  // (sequence parallelism's gathers reorder rows by sequence).
+  int sequences = 1;
+};
+
+// This rank's grid (collective over world: it splits the communicators).
+GptGrid make_grid(const GptTrainOptions& options, const Communicator& world);
+
+// The students' functions of Parts 10-12, bound by gpt_train (programs/gpt_train_parallelism.cpp):
+// the trainer builds the model's layout and communication from them. Empty members are never
+// called on a layout that does not need them (tp, cp, ep of 1).
+template <class T>
+struct GptParallelism {
+  // 10.1: the QKV columns rank tp_idx of tp holds.
+  std::function<std::vector<int>(int hidden, int heads, int tp, int tp_idx)> qkv_columns;
+  // 11.1: the positions rank cp_idx of cp holds of a sequence of seq_len.
+  std::function<std::vector<int>(int seq_len, int cp, int cp_idx, bool zigzag)> cp_positions;
+  // 12.1: the experts [begin, end) rank ep_idx of ep holds.
+  std::function<std::pair<int, int>(int experts, int ep, int ep_idx)> local_experts;
+  // The model's communication on this grid (the grid outlives the model).
+  std::function<GptCommunication<T>(GptGrid& grid)> communication;
+};
+
 // What one rank measured.
 struct GptRankReport {
-  int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0;
+  int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0;
   // Peak bytes: parameters, gradients and optimizer states (the model states, kept from step to
   // step), activations (kept from a forward to its backward), transient (everything else a
   // step holds: layer outputs, gradients of inputs, the flat vectors of the gradient sum and of
   // the optimizer).
   std::size_t parameters = 0, gradients = 0, optimizer = 0, activations = 0, transient = 0;
-  // Bytes sent while training, by the group of its communicator.
+  std::size_t expert_parameters = 0;  // of the parameters, this rank's experts'
+  std::size_t block_activations = 0;  // of the activations, the first block's
+  // The training steps' attention cores (ring attention under cp): their wall time (a ring's
+  // waits included), and the CPU time of the kernels inside (the work alone).
+  double attention_seconds = 0, attention_cpu_seconds = 0;
+  // Bytes sent by the training steps (not the validation, not the sample), by group: tensor,
+  // context and expert parallel are the model's communication, data parallel the gradient sums
+  // (over dp · cp ranks, tp too for replicated parameters under sequence parallelism).
   std::uint64_t tensor_parallel_bytes = 0, context_parallel_bytes = 0, data_parallel_bytes = 0,
                 expert_parallel_bytes = 0;
 };
@@ -76,6 +127,9 @@ struct GptStepRecord {
   double aux_loss = 0;  // the load-balancing losses
   double lr = 0;
   double seconds = 0;  // since training began, at the end of the step
+  // A mixture of experts: the (token, choice) rows of the global batch each expert got, block
+  // after block (L · E values: block l's expert e at l · E + e). Empty for the dense model.
+  std::vector<double> expert_rows;
 };
 
 struct GptValidation {
@@ -103,10 +157,12 @@ struct GptTrainReport {
   std::vector<TimelineEvent> timeline;  // world rank 0 only, with record_timeline
 };
 
-// Collective over world (tp · cp · dp ranks); the model in float or double. Rank 0 writes
-// progress lines to `progress`. Throws std::invalid_argument when gpt_options_problem says why.
+// Collective over world (tp · cp · dp ranks); the model in float or double, split as
+// `parallelism` says. Rank 0 writes progress lines to `progress`. Throws std::invalid_argument
+// when gpt_options_problem says why.
 template <class T>
 GptTrainReport train_gpt(const GptTrainOptions& options, const Corpus& corpus,
-                         const Communicator& world, std::ostream& progress);
+                         const Communicator& world, const GptParallelism<T>& parallelism,
+                         std::ostream& progress);
 
 }  // namespace dtk::gpt

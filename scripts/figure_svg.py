@@ -1,0 +1,20 @@
+"""What the kit's figure scripts (make-gpt-figure.py, make-gpt-layout-figures.py) share: the
+opening of a self-contained SVG, with its size, font, white background, title (as <title> for
+screen readers and as a bold heading) and grey subtitle lines below it."""
+from xml.sax.saxutils import escape
+
+
+def svg_opening(width, height, title, subtitle):
+    """The SVG's first elements, one string each; subtitle: a list of lines. Close with
+    "</svg>"."""
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+           'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="13">'
+           % (width, height, width, height),
+           "  <title>%s</title>" % escape(title),
+           '  <rect width="%d" height="%d" fill="#ffffff"/>' % (width, height),
+           '  <text x="%d" y="24" text-anchor="middle" font-size="15" font-weight="bold">%s</text>'
+           % (width // 2, escape(title))]
+    for i, line in enumerate(subtitle):
+        out.append('  <text x="%d" y="%d" text-anchor="middle" fill="#555555" font-size="12">%s'
+                   '</text>' % (width // 2, 44 + 17 * i, escape(line)))
+    return out

@@ -1,0 +1,94 @@
+// What gpt_train's layouts should cost, counted from the model's shape alone (the handout's
+// "Training the GPT"): the bytes each group sends in a training step and the activations one
+// block keeps, per rank. print_results sets them beside what the ranks measured.
+//
+// Notation (dtk/gpt/config.hpp): h, a, L, V, T, E, k; e bytes per value; on one rank N = B/dp ·
+// T/cp rows, w = h/tp columns of Q, K, V. The Communicator counts an all-reduce of n bytes over
+// p ranks as 2 (p − 1) n / p, an all-gather as (p − 1) n of its input, a reduce-scatter as
+// (p − 1) n of its output (communicator.hpp).
+#include <array>
+
+#include "gpt_train.hpp"
+
+namespace dtk::gpt_train {
+
+namespace {
+
+double allreduce(double bytes, int ranks) {
+  return ranks > 1 ? 2.0 * (ranks - 1) * bytes / ranks : 0;
+}
+
+// Values of each parameter class on one rank: tensor-parallel slices, replicated tensors,
+// experts (parameter.hpp's Sharing).
+struct ParameterClasses {
+  double sliced, replicated, experts;
+};
+
+ParameterClasses parameter_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m) {
+  const double h = m.hidden, V = m.vocab_size, p = t.tp, L = m.layers;
+  const double attention = 3 * h * h / p + 3 * h / p + h * h / p;  // W_qkv, b_qkv, W_proj
+  const double mlp = m.mixture_of_experts() ? 0 : 8 * h * h / p + 4 * h / p;  // W1, b1, W2
+  const double per_block_replicated = 4 * h + h + (m.mixture_of_experts() ? h * m.experts : h);
+  return {2 * V * h / p + L * (attention + mlp),
+          double(m.seq_len) * h + L * per_block_replicated + 2 * h,
+          L * double(m.experts) / t.ep * (8 * h * h + 5 * h)};
+}
+
+}  // namespace
+
+std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
+                                              const gpt::GptConfig& m, std::size_t e) {
+  const double h = m.hidden, L = m.layers, p = t.tp, cp = t.cp;
+  const double N = double(t.batch_size / t.dp) * (m.seq_len / t.cp), w = h / p;
+  std::array<double, 4> bytes{};  // tensor, context, data, expert parallel
+  if (t.tp > 1) {
+    // The cross-entropy's three all-reduces of N values, the embedding's all-reduce of (N, h);
+    // then per block f and g twice (attention, MLP) forward and backward, and the LM head's f
+    // forward and backward: all-reduces of (N, h), or under --sp all-gathers and
+    // reduce-scatters of (N/tp, h) each (and the embedding's gradient gathered back).
+    bytes[0] = 3 * allreduce(N * e, t.tp) + allreduce(N * h * e, t.tp);
+    bytes[0] += t.sequence_parallel ? (8 * L + 3) * (p - 1) * (N / p) * h * e
+                                    : (4 * L + 1) * allreduce(N * h * e, t.tp);
+  }
+  if (t.cp > 1) {
+    // Per block: the ring forward passes K and V (cp − 1) times; its backward passes K, V
+    // (cp − 1) times and dK, dV cp times (the last hop takes them home). The positions that
+    // travel with a block are not counted.
+    bytes[1] = L * (4 * (cp - 1) + 2 * cp) * N * w * e;
+  }
+  // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
+  // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
+  // doubles per block) over dp · cp.
+  const ParameterClasses c = parameter_classes(t, m);
+  const int replicas = t.dp * t.cp;
+  bytes[2] = allreduce(c.sliced * e, replicas) +
+             allreduce(c.replicated * e, t.sequence_parallel ? t.tp * replicas : replicas) +
+             allreduce(c.experts * e, t.dp / t.ep * t.cp) +
+             (m.mixture_of_experts() ? L * allreduce(2.0 * m.experts * 8, replicas) : 0);
+  if (t.ep > 1) {
+    // If the router spread the rows evenly: dispatch and combine, forward and backward, each
+    // send the (ep − 1)/ep of the k · N rows whose experts are elsewhere.
+    bytes[3] = L * 4 * m.top_k * N * h * e * (t.ep - 1) / t.ep;
+  }
+  return bytes;
+}
+
+ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
+                                                const gpt::GptConfig& m, std::size_t e) {
+  const double h = m.hidden, a = m.heads, p = t.tp, s = double(m.seq_len) / t.cp;
+  const double b = t.batch_size / t.dp, N = b * s;
+  const double stream = t.sequence_parallel ? N / p : N;  // rows of the residual stream
+  // Two LayerNorms (x̂, 1/σ, y), Q, K, V and the attention's out and lse, the MLP's x · W1 + b1
+  // and GELU of it, and under --sp the gathered inputs of the attention and of the MLP.
+  const double values = 2 * (2 * stream * h + stream) + 4 * N * h / p + N * a / p + 8 * N * h / p +
+                        (t.sequence_parallel ? 2 * N * h : 0);
+  // Korthikanti et al.'s count (2022, eq. 5 divided by t): 16-bit values, dropout masks, the
+  // a · s² scores kept: s · b · h · (34 + 5 a s / h) / tp bytes with sequence parallelism (the
+  // LayerNorms' and dropouts' 10 s b h not divided by tp without it).
+  const double korthikanti = t.sequence_parallel || t.tp == 1
+                                 ? s * b * h * (34 + 5 * a * s / h) / p
+                                 : s * b * h * (10 + (24 + 5 * a * s / h) / p);
+  return {values * e, korthikanti};
+}
+
+}  // namespace dtk::gpt_train
