@@ -474,6 +474,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   Report report;
   report.visibility = manifest.visibility;
   report.output = summary;
+  report.graded_parts.assign(grading.options.parts.begin(), grading.options.parts.end());
   score(manifest, outcomes, forbidden, report);
 
   if (!grading.options.public_only) speed_bonuses(grading, workspace, student, report, report, log);
