@@ -5,9 +5,10 @@
 namespace dtk::grade {
 
 std::string usage_text(const std::string& assignments) {
-  return "usage: dtk-grade SUBMISSION [--assignment N] [--results FILE] [--public-only]\n"
-         "                 [--timeout SECONDS] [--autolab] [--seed N] [--manifest FILE]\n"
-         "                 [--keep-scratch] [--no-sandbox] [--bonus-later | --bonus-only]\n"
+  return "usage: dtk-grade SUBMISSION [--assignment N] [--parts LIST] [--results FILE]\n"
+         "                 [--public-only] [--timeout SECONDS] [--autolab] [--seed N]\n"
+         "                 [--manifest FILE] [--keep-scratch] [--no-sandbox]\n"
+         "                 [--bonus-later | --bonus-only]\n"
          "       dtk-grade --batch DIR [--jobs N] [--out DIR] [--gradebook FILE.csv] [--regrade]\n"
          "                 [--similarity] [--assignment N] [--seed N] [--manifest FILE] ...\n"
          "       dtk-grade --list-checks\n"
@@ -19,7 +20,14 @@ std::string usage_text(const std::string& assignments) {
          "  --assignment N     grade assignment N (default 1); this kit's: " +
          assignments +
          "\n"
-         "  --results FILE     where to write results.json (default: ./results.json)\n"
+         "  --parts LIST       grade only these parts of the assignment, e.g. --parts 10 or\n"
+         "                     --parts 2,3,6: to check one part quickly, while writing its hidden\n"
+         "                     tests or to see one part's feedback. The other parts are left out\n"
+         "                     of the run, the table and results.json (whose extra_data says\n"
+         "                     which parts were graded)\n"
+         "  --results FILE     where to write results.json (default: ./results.json); the\n"
+         "                     per-part and per-function totals go beside it, to totals.json\n"
+         "                     (NAME.totals.json for a results file NAME.json of another name)\n"
          "  --public-only      run only the cases that mirror the public tests\n"
          "  --timeout SECONDS  time limit of one group of tests (default: the\n"
          "                     manifest's timeouts.group_seconds)\n"
@@ -83,6 +91,23 @@ long long parse_integer(const std::string& option, const std::string& text, long
 
 }  // namespace
 
+std::set<int> parse_part_list(const std::string& list) {
+  std::set<int> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    const std::string number = list.substr(start, comma - start);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError(
+          "--parts expects part numbers separated by commas (e.g. --parts 2,3,6), not \"" + list +
+          "\"");
+    }
+    parts.insert(static_cast<int>(parse_integer("--parts", number, 0, 999)));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
 std::optional<Options> parse_command_line(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -95,6 +120,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       return std::nullopt;
     } else if (arg == "--results") {
       options.results = value();
+    } else if (arg == "--parts") {
+      options.parts = parse_part_list(value());
     } else if (arg == "--public-only") {
       options.public_only = true;
     } else if (arg == "--autolab") {
@@ -161,10 +188,10 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
     if (!options.submission.empty())
       throw UsageError("--batch grades a directory of hand-ins: give no SUBMISSION with it");
     if (options.results != "results.json" || options.keep_scratch || options.autolab ||
-        options.bonus != BonusTiming::now)
+        options.bonus != BonusTiming::now || !options.parts.empty())
       throw UsageError(
-          "--results, --keep-scratch, --autolab, --bonus-later and --bonus-only grade one "
-          "submission: not with --batch (each student's results.json goes to --out, and the "
+          "--results, --keep-scratch, --autolab, --parts, --bonus-later and --bonus-only grade "
+          "one submission: not with --batch (each student's results.json goes to --out, and the "
           "batch times the bonuses after its gradings)");
     return options;
   }
@@ -176,6 +203,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
   if (options.submission.empty()) throw UsageError("no SUBMISSION given");
   if (options.bonus == BonusTiming::only && options.public_only)
     throw UsageError("--bonus-only times the bonus, which --public-only leaves out");
+  if (options.bonus == BonusTiming::only && !options.parts.empty())
+    throw UsageError("--bonus-only times the bonus of a whole grading: not with --parts");
   return options;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct Options {
   std::string submission;  // a handin.tar or a directory holding the student files
   std::string results = "results.json";
   bool public_only = false;
+  std::set<int> parts;  // --parts: grade only these parts (empty: all of the assignment's)
   bool autolab = false;
   bool keep_scratch = false;
   bool list_checks = false;  // --list-checks: print the hidden checks, grade nothing
@@ -47,6 +49,10 @@ struct UsageError : std::runtime_error {
 
 // dtk-grade --help; `assignments` lists the kit's, e.g. "1 (Parts 1-6), 2 (Parts 7-9)".
 std::string usage_text(const std::string& assignments);
+
+// --parts' LIST: part numbers separated by commas ("10", "2,3,6"). Throws UsageError naming
+// what is not a part number. Whether the assignment has them is checked against its manifest.
+std::set<int> parse_part_list(const std::string& list);
 
 // Throws UsageError naming the problem. Returns nullopt for --help.
 std::optional<Options> parse_command_line(int argc, char** argv);

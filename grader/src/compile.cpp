@@ -196,56 +196,30 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
   return argv;
 }
 
-}  // namespace
+// Where and how one submission is built. The grader writes only into read-only/ (its own), the
+// sandbox only into build/.
+struct BuildPlace {
+  const Toolchain& toolchain;
+  const Sandbox& sandbox;
+  const std::string scratch, read_only, src_dir, objects_dir, bin_dir, build_dir;
+  const std::vector<std::string>& hidden;
+  const CompileLimits& limits;
 
-StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
-                              const std::vector<std::string>& provided,
-                              const Submission& submission, const Sandbox& sandbox,
-                              const std::string& scratch, const std::vector<std::string>& hidden,
-                              const CompileLimits& limits) {
-  // The grader writes only into read-only/ (its own); the sandbox writes only into build/.
-  const std::string read_only = scratch + "/read-only";
-  const std::string src_dir = read_only + "/src/", objects_dir = read_only + "/objects/",
-                    bin_dir = read_only + "/bin/", build_dir = scratch + "/build/";
-  for (const std::string& dir : {src_dir, objects_dir, bin_dir}) {
-    fs::create_directories(dir);
-    chmod(dir.c_str(), 0755);
-  }
-  sandbox.make_directory(build_dir);
-  install_readable(toolchain.dtk_include_dir, read_only + "/include");
-  if (!toolchain.pch.empty()) share_pch(toolchain.pch, read_only + "/pch");
-
-  StudentBuild build;
-  std::vector<std::size_t> to_compile;
-  for (const std::string& file : graded) {
-    FileBuild entry;
-    entry.file = file;
-    entry.object = build_dir + flat_name(file) + ".o";
-    const auto found = submission.files.find(file);
-    if (found == submission.files.end()) {
-      entry.status = FileBuild::Status::missing;
-    } else if (found->second == read_source(toolchain.starter_dir + "/" + file)) {
-      entry.status = FileBuild::Status::same_as_starter;
-    } else if (found->second == read_source(toolchain.reference_dir + "/" + file)) {
-      entry.status = FileBuild::Status::same_as_reference;
-      entry.object = objects_dir + flat_name(file) + ".reference.o";
-      install_readable(toolchain.reference_objects.at(file), entry.object);
-    } else {
-      fs::path dir = src_dir;
-      for (const fs::path& part : fs::path(file).parent_path()) {
-        fs::create_directory(dir /= part);
-        chmod(dir.c_str(), 0755);
-      }
-      write_file(src_dir + file, found->second);
-      chmod((src_dir + file).c_str(), 0644);
-      entry.status = FileBuild::Status::compiled;
-      to_compile.push_back(build.files.size());
-    }
-    build.files.push_back(entry);
-  }
+  BuildPlace(const Toolchain& toolchain, const Sandbox& sandbox, const std::string& scratch,
+             const std::vector<std::string>& hidden, const CompileLimits& limits)
+      : toolchain(toolchain),
+        sandbox(sandbox),
+        scratch(scratch),
+        read_only(scratch + "/read-only"),
+        src_dir(read_only + "/src/"),
+        objects_dir(read_only + "/objects/"),
+        bin_dir(read_only + "/bin/"),
+        build_dir(scratch + "/build/"),
+        hidden(hidden),
+        limits(limits) {}
 
   // A tool of the build (compiler, assembler, linker), in the sandbox.
-  auto tool = [&](std::vector<std::string> argv) {
+  Outcome tool(std::vector<std::string> argv) const {
     Command command;
     command.argv = std::move(argv);
     command.cwd = build_dir;
@@ -253,37 +227,87 @@ StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std:
     command.address_space_mb = limits.address_space_mb;  // cc1plus needs more than a test
     command.hidden_paths = hidden;
     return sandbox.run(command);
-  };
+  }
+};
 
-  // One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
-  auto compile = [&](const FileBuild& entry) -> std::string {
-    const Outcome compiled =
-        tool(compile_command(toolchain, read_only, entry.file, src_dir + entry.file, entry.object));
-    if (compiled.timed_out) {
-      return "the compiler took longer than " + std::to_string(limits.seconds) + " s\n";
-    }
-    if (!compiled.ok()) {
-      const std::string errors = first_errors(compiled.output, src_dir);
-      return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
-    }
-    for (const std::string& problem :
-         {include_problem(entry.object + ".d", scratch), assembly_problem(entry.object + ".s")}) {
-      if (!problem.empty()) return problem;
-    }
-    const Outcome assembled =
-        tool({toolchain.compiler, "-c", entry.object + ".s", "-o", entry.object});
-    return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
-  };
+// The directories, the headers the sandbox compiles against, and each `graded` file's fate: a
+// source to compile (written to src/), a prebuilt object (unchanged from the starter or the
+// reference), or missing.
+StudentBuild stage(const BuildPlace& place, const std::vector<std::string>& graded,
+                   const Submission& submission) {
+  const Toolchain& toolchain = place.toolchain;
+  for (const std::string& dir : {place.src_dir, place.objects_dir, place.bin_dir}) {
+    fs::create_directories(dir);
+    chmod(dir.c_str(), 0755);
+  }
+  place.sandbox.make_directory(place.build_dir);
+  install_readable(toolchain.dtk_include_dir, place.read_only + "/include");
+  if (!toolchain.pch.empty()) share_pch(toolchain.pch, place.read_only + "/pch");
 
-  // The files compile side by side, at most limits.at_once at a time: on two cores, three jobs
-  // finish sooner than two jobs and then a third, but each compiler may take
-  // limits.address_space_mb, and the sum must stay bounded.
+  StudentBuild build;
+  for (const std::string& file : graded) {
+    FileBuild entry;
+    entry.file = file;
+    entry.object = place.build_dir + flat_name(file) + ".o";
+    const auto found = submission.files.find(file);
+    if (found == submission.files.end()) {
+      entry.status = FileBuild::Status::missing;
+    } else if (found->second == read_source(toolchain.starter_dir + "/" + file)) {
+      entry.status = FileBuild::Status::same_as_starter;
+    } else if (found->second == read_source(toolchain.reference_dir + "/" + file)) {
+      entry.status = FileBuild::Status::same_as_reference;
+      entry.object = place.objects_dir + flat_name(file) + ".reference.o";
+      install_readable(toolchain.reference_objects.at(file), entry.object);
+    } else {
+      fs::path dir = place.src_dir;
+      for (const fs::path& part : fs::path(file).parent_path()) {
+        fs::create_directory(dir /= part);
+        chmod(dir.c_str(), 0755);
+      }
+      write_file(place.src_dir + file, found->second);
+      chmod((place.src_dir + file).c_str(), 0644);
+      entry.status = FileBuild::Status::compiled;
+    }
+    build.files.push_back(entry);
+  }
+  return build;
+}
+
+// One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
+std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
+  const std::string& src_dir = place.src_dir;
+  const Outcome compiled = place.tool(compile_command(place.toolchain, place.read_only, entry.file,
+                                                      src_dir + entry.file, entry.object));
+  if (compiled.timed_out) {
+    return "the compiler took longer than " + std::to_string(place.limits.seconds) + " s\n";
+  }
+  if (!compiled.ok()) {
+    const std::string errors = first_errors(compiled.output, src_dir);
+    return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
+  }
+  for (const std::string& problem : {include_problem(entry.object + ".d", place.scratch),
+                                     assembly_problem(entry.object + ".s")}) {
+    if (!problem.empty()) return problem;
+  }
+  const Outcome assembled =
+      place.tool({place.toolchain.compiler, "-c", entry.object + ".s", "-o", entry.object});
+  return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
+}
+
+// Compiles the staged sources side by side, at most limits.at_once at a time: on two cores,
+// three jobs finish sooner than two jobs and then a third, but each compiler may take
+// limits.address_space_mb, and the sum must stay bounded. A file that cannot be used fails.
+void compile_files(const BuildPlace& place, StudentBuild& build) {
+  std::vector<FileBuild*> to_compile;
+  for (FileBuild& entry : build.files) {
+    if (entry.status == FileBuild::Status::compiled) to_compile.push_back(&entry);
+  }
   std::atomic<std::size_t> next{0};
   auto compiler = [&] {
     for (std::size_t k; (k = next++) < to_compile.size();) {
-      FileBuild& entry = build.files[to_compile[k]];
+      FileBuild& entry = *to_compile[k];
       try {
-        entry.message = compile(entry);
+        entry.message = compile_file(place, entry);
       } catch (const std::exception& error) {  // no process could be started
         entry.message = std::string("dtk-grade could not run the compiler: ") + error.what();
       }
@@ -291,58 +315,80 @@ StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std:
     }
   };
   std::vector<std::thread> compilers;
-  for (int i = 0; i < limits.at_once && i < static_cast<int>(to_compile.size()); ++i) {
+  for (int i = 0; i < place.limits.at_once && i < static_cast<int>(to_compile.size()); ++i) {
     compilers.emplace_back(compiler);
   }
   for (std::thread& thread : compilers) thread.join();
+}
 
-  // Everything not compiled from the submission links the starter's object, the other
-  // assignment's student files included.
-  auto link = [&] {
-    std::vector<std::string> argv = {toolchain.compiler, "-shared", "-o",
-                                     build_dir + "libdtk_student.so"};
-    for (const std::string& file : toolchain.student_files) {
-      const auto entry = std::find_if(build.files.begin(), build.files.end(),
-                                      [&](const FileBuild& built) { return built.file == file; });
-      if (entry != build.files.end() && entry->uses_student_code()) {
-        argv.push_back(entry->object);
-      } else {
-        const std::string starter = objects_dir + flat_name(file) + ".starter.o";
-        install_readable(toolchain.starter_objects.at(file), starter);
-        argv.push_back(starter);
-      }
+// libdtk_student.so from the student's objects; everything not compiled from the submission
+// links the starter's object, the other assignments' student files included, and `provided`
+// (weak) after them.
+Outcome link_library(const BuildPlace& place, const StudentBuild& build,
+                     const std::vector<std::string>& provided) {
+  const Toolchain& toolchain = place.toolchain;
+  std::vector<std::string> argv = {toolchain.compiler, "-shared", "-o",
+                                   place.build_dir + "libdtk_student.so"};
+  for (const std::string& file : toolchain.student_files) {
+    const auto entry = std::find_if(build.files.begin(), build.files.end(),
+                                    [&](const FileBuild& built) { return built.file == file; });
+    if (entry != build.files.end() && entry->uses_student_code()) {
+      argv.push_back(entry->object);
+    } else {
+      const std::string starter = place.objects_dir + flat_name(file) + ".starter.o";
+      install_readable(toolchain.starter_objects.at(file), starter);
+      argv.push_back(starter);
     }
-    for (const std::string& object : provided) {
-      const std::string copy = objects_dir + fs::path(object).filename().string();
-      install_readable(object, copy);
-      argv.push_back(copy);
-    }
-    return tool(argv);
-  };
-  Outcome linked = link();
+  }
+  for (const std::string& object : provided) {
+    const std::string copy = place.objects_dir + fs::path(object).filename().string();
+    install_readable(object, copy);
+    argv.push_back(copy);
+  }
+  return place.tool(argv);
+}
+
+// Links, or, when the student's objects do not link together (several define the same symbol,
+// say), fails them all and links the starter's instead; then puts the library and the runner
+// where the sandbox may run them but not change them.
+void link_submission(const BuildPlace& place, StudentBuild& build,
+                     const std::vector<std::string>& provided) {
+  Outcome linked = link_library(place, build, provided);
   if (!linked.ok()) {
-    // Several student files define the same symbol, say: none of them can be used.
     for (FileBuild& entry : build.files) {
       if (entry.status != FileBuild::Status::compiled) continue;
       entry.status = FileBuild::Status::failed;
       entry.message =
-          "the student files do not link together:\n" + first_errors(linked.output, src_dir);
+          "the student files do not link together:\n" + first_errors(linked.output, place.src_dir);
     }
-    linked = link();
+    linked = link_library(place, build, provided);
     if (!linked.ok()) {
       throw std::runtime_error("cannot link the starter's objects:\n" + linked.output);
     }
   }
-  // The sandbox user may not change what it runs: its own library (read as an untrusted file)
-  // and the runner, copied out of its reach.
+  // Its own library is read as an untrusted file.
   std::string library, problem;
-  if (!read_regular_file(build_dir + "libdtk_student.so", kMaxLibraryBytes, library, problem)) {
+  if (!read_regular_file(place.build_dir + "libdtk_student.so", kMaxLibraryBytes, library,
+                         problem)) {
     throw std::runtime_error("cannot take the linked libdtk_student.so: it " + problem);
   }
-  write_file(bin_dir + "libdtk_student.so", library);
-  chmod((bin_dir + "libdtk_student.so").c_str(), 0644);
-  build.runner = bin_dir + "dtk-grade-runner";
-  install_readable(toolchain.runner, build.runner);
+  write_file(place.bin_dir + "libdtk_student.so", library);
+  chmod((place.bin_dir + "libdtk_student.so").c_str(), 0644);
+  build.runner = place.bin_dir + "dtk-grade-runner";
+  install_readable(place.toolchain.runner, build.runner);
+}
+
+}  // namespace
+
+StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
+                              const std::vector<std::string>& provided,
+                              const Submission& submission, const Sandbox& sandbox,
+                              const std::string& scratch, const std::vector<std::string>& hidden,
+                              const CompileLimits& limits) {
+  const BuildPlace place(toolchain, sandbox, scratch, hidden, limits);
+  StudentBuild build = stage(place, graded, submission);
+  compile_files(place, build);
+  link_submission(place, build, provided);
   return build;
 }
 

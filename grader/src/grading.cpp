@@ -363,79 +363,69 @@ void speed_bonuses(const Grading& grading, Workspace& workspace, const Launcher&
   }
 }
 
-}  // namespace
-
-Report grade_submission(const Grading& grading, std::ostream& log) {
-  const auto start = std::chrono::steady_clock::now();
-  const Manifest& manifest = grading.manifest;
-  const Toolchain& toolchain = grading.toolchain;
-  std::string summary = "Seed " + std::to_string(grading.seed) +
-                        " (to grade again with the same inputs: --seed " +
-                        std::to_string(grading.seed) + ").\n";
-  const std::vector<Planned> plan = plan_tests(manifest, grading.options.public_only, summary);
-  std::vector<TestCase> all_tests;
-  for (const Planned& planned : plan) all_tests.push_back(planned.test);
-
-  Workspace workspace = open_workspace(grading, summary, log);
-  const std::string& scratch = workspace.scratch;
-
-  // The reference runs, as the grader, while the submission compiles: one launch on as many
-  // ranks as the largest test (smaller tests use the first ranks).
+// The reference's launcher: the kit's runner as the grader itself, outside the sandbox, with
+// generous limits (it is trusted, and its outputs are what every test is compared with).
+Launcher reference_launcher(const Grading& grading, const Workspace& workspace) {
   Launcher reference;
   reference.sandbox = workspace.sandbox.get();
   reference.sandboxed = false;
-  reference.runner = toolchain.runner;
-  reference.runs_dir = scratch + "/private/reference";
-  reference.configs_dir = toolchain.configs_dir;
+  reference.runner = grading.toolchain.runner;
+  reference.runs_dir = workspace.scratch + "/private/reference";
+  reference.configs_dir = grading.toolchain.configs_dir;
   reference.seed = grading.seed;
   reference.test_seconds = 60;
-  reference.allowed_mpi = by_function(manifest, &Part::allowed_mpi);
-  reference.allowed_communicator = by_function(manifest, &Part::allowed_communicator);
+  reference.allowed_mpi = by_function(grading.manifest, &Part::allowed_mpi);
+  reference.allowed_communicator = by_function(grading.manifest, &Part::allowed_communicator);
   reference.group_seconds = 300;
-  int max_ranks = 1;
-  for (const TestCase& test : all_tests) max_ranks = std::max(max_ranks, test.ranks());
-  // In a batch every grading expects the same outputs (one seed, one manifest): the first one
-  // computes them for the others.
+  return reference;
+}
+
+// The expected outputs of `tests`: one launch of the reference on as many ranks as the largest
+// test (smaller tests use the first ranks). In a batch every grading expects the same outputs
+// (one seed, one manifest): the first one computes them for the others.
+std::map<std::string, TestRun> expected_outputs(const Grading& grading, const Launcher& reference,
+                                                const std::vector<TestCase>& tests) {
   const std::string& cache_dir = grading.options.expected_cache;
-  const std::string cache_key = "assignment" + std::to_string(manifest.assignment) + "-seed" +
-                                std::to_string(grading.seed) +
+  const std::string cache_key = "assignment" + std::to_string(grading.manifest.assignment) +
+                                "-seed" + std::to_string(grading.seed) +
                                 (grading.options.public_only ? "-public" : "");
   std::vector<std::string> ids;
-  for (const TestCase& test : all_tests) ids.push_back(test.id());
-  auto expected_future = std::async(std::launch::async, [&] {
-    if (!cache_dir.empty()) {
-      if (auto cached = load_expected(cache_dir, cache_key, ids)) return *cached;
-    }
-    std::map<std::string, TestRun> runs = run_tests(reference, all_tests, max_ranks);
-    if (!cache_dir.empty()) save_expected(cache_dir, cache_key, runs);
-    return runs;
-  });
+  int max_ranks = 1;
+  for (const TestCase& test : tests) {
+    ids.push_back(test.id());
+    max_ranks = std::max(max_ranks, test.ranks());
+  }
+  if (!cache_dir.empty()) {
+    if (auto cached = load_expected(cache_dir, cache_key, ids)) return *cached;
+  }
+  std::map<std::string, TestRun> runs = run_tests(reference, tests, max_ranks);
+  if (!cache_dir.empty()) save_expected(cache_dir, cache_key, runs);
+  return runs;
+}
 
-  const StudentBuild build = build_in(grading, workspace, summary, log);
+// Test id -> why it cannot run (its file missing, not compiling, not auditable, or not defining
+// the function), for the planned tests that cannot.
+std::map<std::string, std::string> blocked_tests(const std::vector<Planned>& plan,
+                                                 const StudentBuild& build,
+                                                 const std::map<std::string, Audit>& audits) {
   std::map<std::string, const FileBuild*> file_builds;
   for (const FileBuild& file : build.files) file_builds[file.file] = &file;
-  const std::map<std::string, Audit> audits =
-      audit_files(manifest, build, *workspace.sandbox, scratch + "/build", workspace.hidden);
-
-  std::map<std::string, std::string> blocked;  // test id -> why it cannot run
-  std::vector<TestCase> runnable;
+  std::map<std::string, std::string> blocked;
   for (const Planned& planned : plan) {
     const auto audit = audits.find(planned.part->file);
     const std::string why = cannot_run(planned, *file_builds.at(planned.part->file),
                                        audit == audits.end() ? nullptr : &audit->second);
-    if (why.empty()) {
-      runnable.push_back(planned.test);
-    } else {
-      blocked[planned.test.id()] = why;
-    }
+    if (!why.empty()) blocked[planned.test.id()] = why;
   }
-  const Launcher student = student_launcher(grading, workspace, build);
-  log << "Running " << runnable.size() << " tests..." << std::endl;
-  const std::map<std::string, TestRun> actual = run_groups(student, runnable);
-  const std::map<std::string, TestRun> expected = expected_future.get();
+  return blocked;
+}
 
-  // A forbidden call found by the audit or at run time costs its part or its function.
-  ForbiddenCalls forbidden;
+// What happened to each planned test: the reference's run, and the student's or why it could not
+// run.
+std::map<std::string, CaseOutcome> case_outcomes(const std::vector<Planned>& plan,
+                                                 const std::map<std::string, std::string>& blocked,
+                                                 const std::map<std::string, TestRun>& expected,
+                                                 const std::map<std::string, TestRun>& actual) {
   std::map<std::string, CaseOutcome> outcomes;
   for (const Planned& planned : plan) {
     const std::string id = planned.test.id();
@@ -444,9 +434,22 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
     const auto why = blocked.find(id);
     if (why != blocked.end()) {
       outcome.blocked = why->second;
-      continue;
+    } else {
+      outcome.actual = &actual.at(id);
     }
-    outcome.actual = &actual.at(id);
+  }
+  return outcomes;
+}
+
+// The forbidden calls of each graded function's code, seen at run time (in its tests' runs) or
+// by the symbol audit.
+ForbiddenCalls forbidden_calls_found(const Manifest& manifest, const std::vector<Planned>& plan,
+                                     const std::map<std::string, CaseOutcome>& outcomes,
+                                     const std::map<std::string, Audit>& audits) {
+  ForbiddenCalls forbidden;
+  for (const Planned& planned : plan) {
+    const CaseOutcome& outcome = outcomes.at(planned.test.id());
+    if (outcome.actual == nullptr) continue;
     for (const std::string& call : forbidden_calls(*outcome.actual))
       forbidden[planned.test.function].insert(call);
   }
@@ -461,8 +464,14 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
       }
     }
   }
+  return forbidden;
+}
+
+// What the forbidden calls cost, for the summary: said once per part when they cost the part.
+std::string forbidden_summary(const Manifest& manifest, const ForbiddenCalls& forbidden) {
+  std::string summary;
   for (const Part& part : manifest.parts) {
-    std::set<std::string> said;  // a part's calls are said once when they cost the part
+    std::set<std::string> said;
     for (const std::string& function : part.functions) {
       const std::set<std::string> calls = forbidden_for(manifest, part, function, forbidden);
       const std::string who = forbidden_cost(manifest, part, function);
@@ -470,10 +479,51 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
         summary += forbidden_text(manifest, part, who, calls);
     }
   }
+  return summary;
+}
 
+}  // namespace
+
+// README, Grading one submission: "What happens, in order".
+Report grade_submission(const Grading& grading, std::ostream& log) {
+  const auto start = std::chrono::steady_clock::now();
+  const Manifest& manifest = grading.manifest;
+  std::string summary = "Seed " + std::to_string(grading.seed) +
+                        " (to grade again with the same inputs: --seed " +
+                        std::to_string(grading.seed) + ").\n";
+  const std::vector<Planned> plan = plan_tests(manifest, grading.options.public_only, summary);
+  std::vector<TestCase> all_tests;
+  for (const Planned& planned : plan) all_tests.push_back(planned.test);
+  Workspace workspace = open_workspace(grading, summary, log);
+
+  // 5. The reference's outputs, computed while the submission compiles.
+  const Launcher reference = reference_launcher(grading, workspace);
+  auto expected_future = std::async(
+      std::launch::async, [&] { return expected_outputs(grading, reference, all_tests); });
+  // 1, 2. The student files, read and compiled.
+  const StudentBuild build = build_in(grading, workspace, summary, log);
+  // 3. The symbol audit.
+  const std::map<std::string, Audit> audits = audit_files(
+      manifest, build, *workspace.sandbox, workspace.scratch + "/build", workspace.hidden);
+  // 4. The hidden tests that can run, in the sandbox.
+  const std::map<std::string, std::string> blocked = blocked_tests(plan, build, audits);
+  std::vector<TestCase> runnable;
+  for (const TestCase& test : all_tests) {
+    if (!blocked.count(test.id())) runnable.push_back(test);
+  }
+  const Launcher student = student_launcher(grading, workspace, build);
+  log << "Running " << runnable.size() << " tests..." << std::endl;
+  const std::map<std::string, TestRun> actual = run_groups(student, runnable);
+  const std::map<std::string, TestRun> expected = expected_future.get();
+
+  // 6. Compared and scored; a forbidden call costs its part or its function.
+  const std::map<std::string, CaseOutcome> outcomes =
+      case_outcomes(plan, blocked, expected, actual);
+  const ForbiddenCalls forbidden = forbidden_calls_found(manifest, plan, outcomes, audits);
   Report report;
   report.visibility = manifest.visibility;
-  report.output = summary;
+  report.output = summary + forbidden_summary(manifest, forbidden);
+  report.graded_parts.assign(grading.options.parts.begin(), grading.options.parts.end());
   score(manifest, outcomes, forbidden, report);
 
   if (!grading.options.public_only) speed_bonuses(grading, workspace, student, report, report, log);

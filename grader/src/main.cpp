@@ -52,12 +52,9 @@ void check_manifest(const Manifest& manifest, const Toolchain& toolchain, const 
 
 // "1, 2 and 3": the kit's assignments, as its build found them.
 std::string assignment_numbers(const Toolchain& toolchain) {
-  std::string text;
-  std::size_t left = toolchain.assignment_files.size();
-  for (const auto& [assignment, files] : toolchain.assignment_files) {
-    text += std::to_string(assignment) + (--left == 0 ? "" : left == 1 ? " and " : ", ");
-  }
-  return text;
+  std::vector<int> numbers;
+  for (const auto& [assignment, files] : toolchain.assignment_files) numbers.push_back(assignment);
+  return spoken_list(numbers);
 }
 
 // For --help: "1 (Parts 1-6), 2 (Parts 7-9)", from the built kit's manifests.
@@ -100,6 +97,13 @@ Manifest manifest_of(const Options& options, const Toolchain& toolchain) {
   Manifest manifest = load_manifest(path);
   check_manifest(manifest, toolchain, path,
                  options.manifest.empty() ? std::nullopt : options.assignment);
+  if (!options.parts.empty()) {
+    try {
+      keep_only_parts(manifest, options.parts);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--parts: ") + error.what());
+    }
+  }
   return manifest;
 }
 
@@ -157,7 +161,9 @@ int run(int argc, char** argv) {
     std::cerr << "dtk-grade: " << shown_text(error) << "\n";
     if (options->bonus == BonusTiming::only) return 1;
     try {
-      write_results_json(internal_error_report(error), options->results);
+      const Report failed = internal_error_report(error);
+      write_results_json(failed, options->results);
+      write_totals_json(failed, totals_path(options->results));  // nothing graded
     } catch (const std::exception& also) {
       std::cerr << "dtk-grade: " << also.what() << "\n";
     }
@@ -190,6 +196,7 @@ int run(int argc, char** argv) {
               << grading.seed << ")\n";
     const Report report = grade_submission(grading, std::cout);
     write_results_json(report, options->results);
+    write_totals_json(report, totals_path(options->results));
     print_feedback(report, std::cout);
     std::cout << "Results: " << shown_name(options->results) << "\n";
     if (options->autolab) std::cout << autolab_line(report) << std::endl;

@@ -1,10 +1,13 @@
 #include "manifest.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
+
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -360,6 +363,27 @@ Manifest load_manifest(const std::string& path) {
     }
   }
   return manifest;
+}
+
+void keep_only_parts(Manifest& manifest, const std::set<int>& numbers) {
+  std::vector<int> graded;
+  for (const Part& part : manifest.parts) graded.push_back(part.number);
+  for (const int number : numbers) {
+    if (std::find(graded.begin(), graded.end(), number) != graded.end()) continue;
+    const std::string assignment = "assignment " + std::to_string(manifest.assignment);
+    const bool disabled = std::find(manifest.disabled_parts.begin(), manifest.disabled_parts.end(),
+                                    number) != manifest.disabled_parts.end();
+    throw std::invalid_argument((disabled
+                                     ? "Part " + std::to_string(number) + " of " + assignment +
+                                           " is not assigned (\"enabled\": false in its manifest)"
+                                     : assignment + " has no Part " + std::to_string(number)) +
+                                "; its graded parts are " + spoken_list(graded));
+  }
+  std::vector<Part> kept;
+  for (Part& part : manifest.parts) {
+    if (numbers.count(part.number)) kept.push_back(std::move(part));
+  }
+  manifest.parts = std::move(kept);
 }
 
 }  // namespace dtk::grade

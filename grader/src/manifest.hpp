@@ -108,4 +108,9 @@ struct Manifest {
 // Throws ManifestError naming the file and the problem.
 Manifest load_manifest(const std::string& path);
 
+// Grades only the parts numbered in `numbers` (dtk-grade --parts): the others are left out of
+// `manifest`, as if the assignment had only these. Throws std::invalid_argument naming the
+// assignment's parts when one of `numbers` is not among them (or is disabled).
+void keep_only_parts(Manifest& manifest, const std::set<int>& numbers);
+
 }  // namespace dtk::grade

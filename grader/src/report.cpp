@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -103,8 +104,47 @@ void write_results_json(const Report& report, const std::string& path) {
                             {"stdout_visibility", "hidden"},
                             {"tests", tests}};
   if (!report.leaderboard.empty()) results["leaderboard"] = leaderboard_json(report.leaderboard);
-  if (!report.bonus_state.empty()) results["extra_data"] = {{"speed_bonus", report.bonus_state}};
+  if (!report.bonus_state.empty()) results["extra_data"]["speed_bonus"] = report.bonus_state;
+  if (!report.graded_parts.empty()) results["extra_data"]["graded_parts"] = report.graded_parts;
   write_json_file(results, path);
+}
+
+namespace {
+
+nlohmann::json total(double score, double max) { return {{"score", score}, {"max", max}}; }
+
+// The speed bonus's tests, by function: {"my_allreduce": {"score": 5, "max": 0}}.
+nlohmann::json bonus_totals(const Report& report) {
+  nlohmann::json bonus = nlohmann::json::object();
+  for (const TestResult& test : report.tests) {
+    if (is_speed_bonus_test(test.name)) bonus[test.function] = total(test.score, test.max_score);
+  }
+  return bonus;
+}
+
+}  // namespace
+
+std::string totals_path(const std::string& results_path) {
+  const std::filesystem::path results(results_path);
+  if (results.filename() == "results.json") return results.parent_path() / "totals.json";
+  std::filesystem::path totals = results;
+  if (totals.extension() == ".json") totals.replace_extension();
+  return totals.string() + ".totals.json";
+}
+
+void write_totals_json(const Report& report, const std::string& path) {
+  nlohmann::json parts = nlohmann::json::object(), functions = nlohmann::json::object();
+  for (const PartResult& part : report.parts)
+    parts[std::to_string(part.number)] = total(part.score, part.max_score);
+  for (const TestResult& test : report.tests) {
+    if (is_speed_bonus_test(test.name)) continue;
+    nlohmann::json& sums = functions[test.function];
+    if (sums.is_null()) sums = {{"part", test.part}, {"score", 0.0}, {"max", 0.0}};
+    sums["score"] = sums["score"].get<double>() + test.score;
+    sums["max"] = sums["max"].get<double>() + test.max_score;
+  }
+  write_json_file({{"parts", parts}, {"functions", functions}, {"bonus", bonus_totals(report)}},
+                  path);
 }
 
 std::vector<TestResult> read_results_tests(const std::string& path) {
@@ -152,6 +192,15 @@ void replace_speed_bonus(const std::string& path, const Report& bonus) {
     results["extra_data"]["speed_bonus"] = bonus.bonus_state;
   }
   write_json_file(results, path);
+
+  const std::string totals_file = totals_path(path);
+  std::ifstream file(totals_file);
+  if (!file) return;  // graded before the grader wrote totals
+  nlohmann::json totals = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (!totals.is_object())
+    throw std::runtime_error(totals_file + " is not a totals.json of dtk-grade's");
+  totals["bonus"] = bonus_totals(bonus);
+  write_json_file(totals, totals_file);
 }
 
 Report internal_error_report(const std::string& error) {
@@ -171,6 +220,10 @@ void print_feedback(const Report& report, std::ostream& out) {
 }
 
 void print_table(const Report& report, std::ostream& out) {
+  if (!report.graded_parts.empty()) {
+    out << "Graded: Part" << (report.graded_parts.size() > 1 ? "s " : " ")
+        << spoken_list(report.graded_parts) << " only (--parts)\n";
+  }
   // The title column is as wide as the longest title ("Megatron, ... (optional)").
   int width = 5;
   for (const PartResult& part : report.parts) {

@@ -12,10 +12,12 @@ inline const std::string kSpeedBonusTest = ": speed bonus";
 bool is_speed_bonus_test(const std::string& name);
 
 struct TestResult {
-  std::string name;    // "Part 3 | naive_collect_forward_input (mp=4 dp=2 float)"
+  std::string name;    // "Part 3 | naive_collect_forward_input: column block r from ..."
   std::string number;  // "3.4"
   double score = 0, max_score = 0;
-  std::string output;  // what failed and why
+  std::string output;    // what failed and why
+  int part = 0;          // 3
+  std::string function;  // "naive_collect_forward_input"
 };
 
 struct PartResult {
@@ -41,6 +43,7 @@ struct Report {
   std::string bonus_state;
   std::string output;  // the summary shown above the tests
   std::string visibility;
+  std::vector<int> graded_parts;  // --parts: the only parts graded (empty: all of them)
   double execution_time = 0;
 
   double score() const;  // the parts', bonus not included
@@ -54,6 +57,16 @@ struct Report {
 // std::runtime_error when the file cannot be written.
 void write_results_json(const Report& report, const std::string& path);
 
+// totals.json, written beside results.json: what the report's tests add up to, per part, per
+// function and per speed bonus, for the kit's own tests to compare (instead of adding up
+// results.json's tests again): {"parts": {"10": {"score": 3.5, "max": 7}, ...}, "functions":
+// {"qkv_columns": {"part": 10, "score": .., "max": ..}, ...}, "bonus": {"my_allreduce":
+// {"score": 5, "max": 0}}}, for what was graded only. `totals_path`: results.json -> totals.json,
+// and a results file of another name, NAME.json (or NAME), -> NAME.totals.json, in the same
+// directory.
+std::string totals_path(const std::string& results_path);
+void write_totals_json(const Report& report, const std::string& path);
+
 // The tests of a results.json this grader wrote (name, number, score, max_score, output), for
 // dtk-grade --bonus-only to see which functions earned all their points. Throws
 // std::runtime_error naming the problem when it cannot read them.
@@ -61,7 +74,8 @@ std::vector<TestResult> read_results_tests(const std::string& path);
 
 // Replaces the speed bonus in the results.json at `path` (its bonus tests, the leaderboard,
 // the bonus in the score, extra_data.speed_bonus) with `bonus`'s: a Report of the bonus tests
-// only. Throws std::runtime_error when it cannot.
+// only; and the bonus of the totals.json beside it, if there is one. Throws std::runtime_error
+// when it cannot.
 void replace_speed_bonus(const std::string& path, const Report& bonus);
 
 // What results.json holds when the grader itself fails: score 0 and the error.

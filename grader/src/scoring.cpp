@@ -157,6 +157,8 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
       result.name =
           "Part " + std::to_string(part.number) + " | " + item->function + ": " + item->name;
       result.number = std::to_string(part.number) + "." + std::to_string(part_result.total + 1);
+      result.part = part.number;
+      result.function = item->function;
       result.max_score = part.points * item->weight / weights;
       const bool tiered = part.tiers.count(item->function) > 0;
       const bool all = judgement.failed.empty();

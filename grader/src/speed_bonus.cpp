@@ -217,6 +217,8 @@ void score_speed_bonus(const Part& part, const std::map<std::string, SpeedMeasur
     TestResult result;
     result.name = prefix + function + kSpeedBonusTest;
     result.number = std::to_string(part.number) + ".bonus";
+    result.part = part.number;
+    result.function = function;
     const auto found = measured.find(function);
     if (found == measured.end()) {
       result.output = "Not timed: a speed bonus needs all of " + function + "'s points first.\n";

@@ -109,4 +109,13 @@ std::string formatted(const char* format, double value) {
   return text;
 }
 
+std::string spoken_list(const std::vector<int>& numbers) {
+  std::string text;
+  for (std::size_t i = 0; i < numbers.size(); ++i) {
+    const std::size_t left = numbers.size() - 1 - i;
+    text += std::to_string(numbers[i]) + (left == 0 ? "" : left == 1 ? " and " : ", ");
+  }
+  return text;
+}
+
 }  // namespace dtk::grade

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtk::grade {
 
@@ -27,5 +28,8 @@ std::string csv_field(std::string_view text);
 
 // A number as printf's `format` writes it ("%.4f", "%g"), for the grader's own texts.
 std::string formatted(const char* format, double value);
+
+// Numbers as a sentence lists them: "10", "2 and 3", "1, 2 and 3".
+std::string spoken_list(const std::vector<int>& numbers);
 
 }  // namespace dtk::grade

@@ -1,8 +1,9 @@
 # One self-test of dtk-grade: assemble a submission, grade it, check the per-part scores.
 #
 #   cmake -DDTK_GRADE=<dtk-grade> -DNAME=<name> -DWORK=<dir> -DBASE=<solutions or starter dir>
-#         -DSTUDENT_FILES=<the student files: DTK_STUDENT_FILES>
-#         [-DPATCH=<NAME.patch applied to a copy of BASE>] [-DPACK=<how>]
+#         -DSTUDENT_FILES=<the assignment's student files>
+#         [-DPATCH=<NAME.patch applied to a copy of BASE> -DPATCHED_FILES=<the files it changes>]
+#         [-DPACK=<how>]
 #         [-DMANIFEST=<the build's manifest> -DALLOW_MPI=<call;...>]
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
@@ -19,8 +20,9 @@
 # starter's, appended).
 # PATCH: a unified diff against solutions/, paths relative to the student tree (a/FILE, b/FILE);
 # it must apply exactly (no fuzz), or the test fails with patch's own output. The files it
-# touches are then configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@,
-# @DTK_SELFTEST_VICTIM@ and @DTK_SELFTEST_SECOND_CHECKOUT@ expand.
+# touches (PATCHED_FILES, its "+++ b/FILE" lines, read when the test was registered) are then
+# configured (@ONLY): @DTK_SOLUTIONS_DIR@, @DTK_SELFTEST_RESULTS@, @DTK_SELFTEST_VICTIM@ and
+# @DTK_SELFTEST_SECOND_CHECKOUT@ expand.
 # ALLOW_MPI: grade with a copy of MANIFEST whose allowed_mpi also lists these calls.
 # LIMITS: grade with a copy of MANIFEST whose "limits" have these values.
 # SPEED_BONUS: likewise for the "speed_bonus" of the part that has one (max_busy=1 and a large
@@ -42,10 +44,12 @@
 # it (what an earlier grading left is said, not charged); no scratch directory (it goes to
 # $TMPDIR/dtk-selftest-scratch-NAME, which must be empty afterwards); and no WARNING from the
 # grader that it could not remove some of the sandbox user's files.
-# Expectations, per part: N=full (all points), N=zero (none), N=lost (some lost); per function
-# (the rubric items named "Part N | <function>: ..."): <function>=half (at least half of its
-# points lost), <function>=minor (some lost, less than half); a speed bonus (assignment 2):
-# <function>_bonus=zero (it earned none). A part's and a function's scores leave the bonus out.
+# EXPECT: the scores expected, checked by check_totals.py on the totals.json dtk-grade writes
+# beside results.json: per part, N=full (all points), N=zero (none), N=lost (some lost); per
+# function (the rubric items named "Part N | <function>: ..."), the same or <function>=half (at
+# least half of its points lost), <function>=minor (some lost, less than half); a speed bonus
+# (assignment 2): <function>_bonus=zero (it earned none); others=full (everything else graded).
+# A part's and a function's scores leave the bonus out.
 # SEEDS: grade again with each of these seeds; every test must get the same score as with seed 7.
 cmake_minimum_required(VERSION 3.21)
 
@@ -92,9 +96,7 @@ if(PATCH)
   if(NOT status EQUAL 0)
     fail("${patch_name} no longer applies to ${BASE}: update the patch (patch said:\n${output})")
   endif()
-  file(STRINGS ${PATCH} patched REGEX "^\\+\\+\\+ b/")
-  foreach(line IN LISTS patched)
-    string(REGEX REPLACE "^\\+\\+\\+ b/([^\t]*).*" "\\1" file "${line}")
+  foreach(file IN LISTS PATCHED_FILES)
     file(RENAME ${tree}/${file} ${tree}/${file}.in)
     configure_file(${tree}/${file}.in ${tree}/${file} @ONLY)
     file(REMOVE ${tree}/${file}.in)
@@ -289,18 +291,9 @@ if(MAX_SECONDS AND seconds GREATER MAX_SECONDS)
   fail("grading took ${seconds} s, more than ${MAX_SECONDS} s")
 endif()
 
-# "1.6666666666666667" -> 166: hundredths of a point, as an integer (math() has no decimals).
-function(to_hundredths value out)
-  if(NOT value MATCHES "^([0-9]+)(\\.([0-9]*))?$")
-    fail("score \"${value}\" is not a plain number")
-  endif()
-  set(fraction "${CMAKE_MATCH_3}00")
-  string(SUBSTRING "${fraction}" 0 2 fraction)
-  math(EXPR hundredths "${CMAKE_MATCH_1} * 100 + 1${fraction} - 100")
-  set(${out} ${hundredths} PARENT_SCOPE)
-endfunction()
-
-# Per-part and per-function scores from results.json; `scores` lists every test's score.
+# The feedback, every test's output with the summary's, for EXPECT_OUTPUT; and every judged
+# test's score, for SEEDS (a speed bonus is timed, not judged: it may differ from one grading
+# to the next).
 file(SIZE ${results} size)
 if(size GREATER 1000000)
   fail("results.json is ${size} bytes: captured output is not capped")
@@ -313,31 +306,11 @@ set(scores "")
 foreach(i RANGE ${last})
   string(JSON name GET "${json}" tests ${i} name)
   string(JSON score GET "${json}" tests ${i} score)
-  string(JSON max GET "${json}" tests ${i} max_score)
   string(JSON output GET "${json}" tests ${i} output)
   string(APPEND all_output "\n${output}")
-  if(NOT name MATCHES "^Part ([0-9]+) \\| ([A-Za-z0-9_]+)")
-    fail("test name \"${name}\" does not start with \"Part N | function\"")
-  endif()
-  set(keys ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
-  set(function ${CMAKE_MATCH_2})
-  # A speed bonus is timed, not judged: it counts apart (<function>_bonus) and may differ from
-  # one grading to the next.
-  if(name MATCHES ": speed bonus$")
-    set(keys ${function}_bonus)
-  else()
+  if(NOT name MATCHES ": speed bonus$")
     list(APPEND scores "${name}=${score}")
   endif()
-  foreach(key IN ITEMS ${keys})
-    if(NOT DEFINED score_${key})
-      set(score_${key} 0)
-      set(max_${key} 0)
-    endif()
-    to_hundredths(${score} hundredths)
-    to_hundredths(${max} max_hundredths)
-    math(EXPR score_${key} "${score_${key}} + ${hundredths}")
-    math(EXPR max_${key} "${max_${key}} + ${max_hundredths}")
-  endforeach()
 endforeach()
 
 # The same submission under other seeds: the same score on every test.
@@ -372,35 +345,15 @@ foreach(seed IN LISTS SEEDS)
   message(STATUS "seed ${seed}: the same score on all ${judged} judged tests")
 endforeach()
 
-foreach(expectation IN LISTS EXPECT)
-  if(NOT expectation MATCHES "^([0-9]+|[A-Za-z0-9_]+)=(full|zero|lost|half|minor)$")
-    fail("bad expectation \"${expectation}\"")
-  endif()
-  set(key ${CMAKE_MATCH_1})
-  set(want ${CMAKE_MATCH_2})
-  if(key MATCHES "^[0-9]+$")
-    set(what "Part ${key}")
-  else()
-    set(what "${key}")
-  endif()
-  if(NOT DEFINED score_${key})
-    fail("no test of ${what} in results.json")
-  endif()
-  set(got "${score_${key}}/${max_${key}} hundredths of a point")
-  math(EXPR lost_twice "2 * (${max_${key}} - ${score_${key}})")
-  if(want STREQUAL "full" AND NOT score_${key} EQUAL max_${key})
-    fail("${what} should get full marks, got ${got}")
-  elseif(want STREQUAL "zero" AND NOT score_${key} EQUAL 0)
-    fail("${what} should get no points, got ${got}")
-  elseif(want STREQUAL "lost" AND NOT score_${key} LESS max_${key})
-    fail("${what} should lose points, got ${got}")
-  elseif(want STREQUAL "half" AND lost_twice LESS max_${key})
-    fail("${what} should lose at least half its points, got ${got}")
-  elseif(want STREQUAL "minor" AND (lost_twice EQUAL 0 OR NOT lost_twice LESS max_${key}))
-    fail("${what} should lose some points but less than half, got ${got}")
-  endif()
-  message(STATUS "${what}: ${got} (${want}, as expected)")
-endforeach()
+# The scores, as dtk-grade added them up (totals.json, beside results.json).
+get_filename_component(results_dir ${results} DIRECTORY)
+execute_process(COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_totals.py
+                        ${results_dir}/totals.json --results ${results} ${EXPECT}
+                RESULT_VARIABLE status OUTPUT_VARIABLE verdicts ERROR_VARIABLE problem)
+message(STATUS "The scores:\n${verdicts}")
+if(NOT status EQUAL 0)
+  fail("${problem}")
+endif()
 
 foreach(pattern IN LISTS EXPECT_OUTPUT)
   if(NOT "${all_output}\n${stdout}" MATCHES "${pattern}")

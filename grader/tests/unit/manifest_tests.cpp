@@ -254,3 +254,25 @@ TEST_CASE("bad manifests are refused with a message naming the problem", "[manif
   manifest["parts"][0]["tests"][0]["cases"] = {"mp=two dp=1 float"};
   CHECK_THROWS_WITH(load_json(manifest), Contains("parts[0], tests[0]") && Contains("mp=two"));
 }
+
+TEST_CASE("--parts keeps only the parts asked for, and names the others when one is not there",
+          "[manifest]") {
+  Manifest manifest = load_manifest(kKitManifest3);
+  keep_only_parts(manifest, {11, 13});
+  REQUIRE(manifest.parts.size() == 2);
+  CHECK(manifest.parts[0].number == 11);
+  CHECK(manifest.parts[1].number == 13);
+
+  manifest = load_manifest(kKitManifest3);
+  CHECK_THROWS_WITH(
+      keep_only_parts(manifest, {10, 7}),
+      Contains("assignment 3 has no Part 7") && Contains("its graded parts are 10, 11, 12 and 13"));
+  CHECK(manifest.parts.size() == 4);  // unchanged
+
+  json disabled = kit_manifest();
+  disabled["parts"][disabled["parts"].size() - 1]["enabled"] = false;  // Part 6
+  manifest = load_json(disabled);
+  CHECK_THROWS_WITH(keep_only_parts(manifest, {6}),
+                    Contains("Part 6 of assignment 1 is not assigned") &&
+                        Contains("its graded parts are 1, 2, 3, 4 and 5"));
+}
