@@ -15,10 +15,14 @@ namespace {
 
 const char* optimizer_name(gpt::Optimizer o) { return o == gpt::Optimizer::Adam ? "adam" : "sgd"; }
 
+// "1 layer", "4 layers".
+std::string counted(long n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string model_text(const gpt::GptConfig& m) {
-  std::string text = std::to_string(m.layers) + " layers, hidden " + std::to_string(m.hidden) +
-                     ", " + std::to_string(m.heads) + " heads, context " +
-                     std::to_string(m.seq_len);
+  std::string text = counted(m.layers, "layer") + ", hidden " + std::to_string(m.hidden) + ", " +
+                     counted(m.heads, "head") + ", context " + std::to_string(m.seq_len);
   if (m.mixture_of_experts()) {
     text += ", " + std::to_string(m.experts) + " experts (top " + std::to_string(m.top_k) +
             ", load-balancing loss x " + std::to_string(m.aux_loss_coef).substr(0, 6) + ")";
