@@ -22,11 +22,15 @@ fail() {
 args=(--assignment 2)
 [ "$(id -u)" = 0 ] || args+=(--no-sandbox)
 
-# The build's manifest with other speed_bonus settings: with_bonus OUT KEY=VALUE...
+# The build's manifest with other speed_bonus settings: with_bonus OUT KEY=VALUE... (the file it
+# includes goes beside OUT, where the include is looked for).
 with_bonus() {
   python3 - "$manifest" "$@" <<'EOF'
-import json, sys
+import json, os, shutil, sys
 manifest = json.load(open(sys.argv[1]))
+if "include" in manifest:
+    shutil.copy(os.path.join(os.path.dirname(sys.argv[1]), manifest["include"]),
+                os.path.dirname(sys.argv[2]))
 out = sys.argv[2]
 for part in manifest["parts"]:
     for setting in sys.argv[3:]:
@@ -52,7 +56,7 @@ copy_of "$root/solutions" "$class/ben"
 copy_of "$root/starter" "$class/cy"
 state() {  # the speed bonus's state in a student's results.json ("" when none)
   python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('extra_data', {}).get('speed_bonus', ''))" \
-    "$out/$1/results.json"
+    "$out/students/$1/results.json"
 }
 
 echo "1. a batch on a busy machine: the bonuses are deferred"
@@ -69,7 +73,7 @@ grep -q "Timing the speed bonus of 2 hand-ins, one at a time" "$work/busy.log" |
 grep -q "2 speed bonuses were not timed" "$work/busy.log" || fail "the batch does not say the bonuses were deferred"
 for student in ada ben; do
   [ "$(state $student)" = deferred ] || fail "$student's bonus: \"$(state $student)\", not deferred"
-  grep -q "Deferred: the machine was busy" "$out/$student/results.json" || fail "$student's feedback does not say why"
+  grep -q "Deferred: the machine was busy" "$out/students/$student/results.json" || fail "$student's feedback does not say why"
 done
 [ -z "$(state cy)" ] || fail "the starter has no bonus to time, but its state is \"$(state cy)\""
 
@@ -84,7 +88,7 @@ for student in ada ben; do
   python3 - "$out" "$student" <<'EOF' || fail "$student's gradebook row does not show its bonus"
 import csv, json, sys
 out, student = sys.argv[1], sys.argv[2]
-results = json.load(open(f"{out}/{student}/results.json"))
+results = json.load(open(f"{out}/students/{student}/results.json"))
 bonus = sum(t["score"] for t in results["tests"] if t["name"].endswith(": speed bonus"))
 row = next(r for r in csv.DictReader(open(f"{out}/gradebook.csv")) if r["student"].lstrip("'") == student)
 assert float(row["bonus"].lstrip("'")) == bonus, (row, bonus)
