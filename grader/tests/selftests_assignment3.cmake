@@ -1,7 +1,6 @@
 # Assignment 3's self-tests (Parts 10-13): the reference and the starter, and each part's honest
-# mistakes, each costing its own function only, the same under three seeds, named in the
-# feedback. How they are registered: selftests.cmake.
-set(other_seeds SEEDS 844925099 28741244)
+# mistakes, each costing its own function only (one per part also under three seeds:
+# other_seeds), named in the feedback. How they are registered: selftests.cmake.
 
 # The reference gets full marks, and the leaderboard its mean MFU over Part 13's cases; the
 # starter none.
@@ -18,22 +17,22 @@ dtk_grade_selftest(assignment3_starter ASSIGNMENT 3 BASE starter
                                  "Leaderboard +Part 13: mean MFU +0\\.0000")
 
 # Part 10 (issue 21).
-dtk_grade_mistake(wrong_qkv_contiguous_block ASSIGNMENT 3 COSTS qkv_columns=half ${other_seeds}
+dtk_grade_mistake(wrong_qkv_contiguous_block ASSIGNMENT 3 COSTS qkv_columns=half
                   EXPECT_OUTPUT "a contiguous block of the fused \\[Q \\| K \\| V\\] columns")
 dtk_grade_mistake(wrong_embedding_unmasked ASSIGNMENT 3 COSTS vocab_parallel_embedding=half
-                  ${other_seeds} EXPECT_OUTPUT "no mask: .* every token is counted on every rank")
+                  EXPECT_OUTPUT "no mask: .* every token is counted on every rank")
 # Without the max only the item of logits of ±10⁴ is lost (its results are inf and NaN).
 dtk_grade_mistake(wrong_cross_entropy_no_max ASSIGNMENT 3 COSTS vocab_parallel_cross_entropy=minor
                   ${other_seeds} EXPECT_OUTPUT "Wrong on p=2 double rows=6 local_vocab=9 large")
 dtk_grade_mistake(wrong_cross_entropy_target_everywhere ASSIGNMENT 3
-                  COSTS vocab_parallel_cross_entropy=half ${other_seeds}
+                  COSTS vocab_parallel_cross_entropy=half
                   EXPECT_OUTPUT "the target's logit taken on every rank")
 # Gathering the logits gives the right values but loses the items that count the bytes.
 dtk_grade_mistake(wrong_cross_entropy_gathers_logits ASSIGNMENT 3
-                  COSTS vocab_parallel_cross_entropy=minor ${other_seeds}
+                  COSTS vocab_parallel_cross_entropy=minor
                   EXPECT_OUTPUT "bytes sent beyond the [0-9]+ that Allgathers of 4 N values send")
 dtk_grade_mistake(wrong_sp_all_gather_no_interleave ASSIGNMENT 3 COSTS sp_all_gather=half
-                  ${other_seeds} EXPECT_OUTPUT "the batch not interleaved")
+                  EXPECT_OUTPUT "the batch not interleaved")
 dtk_grade_mistake(forbidden_sp_all_gather_sendrecv ASSIGNMENT 3 COSTS sp_all_gather=zero
                   EXPECT_OUTPUT "dtk::sp_all_gather gets no points" "Communicator::Sendrecv")
 
@@ -41,17 +40,17 @@ dtk_grade_mistake(forbidden_sp_all_gather_sendrecv ASSIGNMENT 3 COSTS sp_all_gat
 # cp_positions costs 11.1 alone; a merge weighted by count also costs the forward that merges
 # with it (its feedback says so), as a wrong zero_shard_range costs ZeRO-1. A deadlock on 1 MB
 # blocks costs those cases only; a collective inside costs that function.
-dtk_grade_mistake(wrong_cp_zigzag_swapped ASSIGNMENT 3 COSTS cp_positions=half ${other_seeds}
+dtk_grade_mistake(wrong_cp_zigzag_swapped ASSIGNMENT 3 COSTS cp_positions=half
                   EXPECT_OUTPUT "the two chunks swapped")
 dtk_grade_mistake(wrong_merge_no_max_shift ASSIGNMENT 3 COSTS merge_attention=half ${other_seeds}
                   EXPECT_OUTPUT "the merge without the max shift")
-dtk_grade_mistake(wrong_merge_count_weighted ASSIGNMENT 3 ${other_seeds}
+dtk_grade_mistake(wrong_merge_count_weighted ASSIGNMENT 3
                   COSTS merge_attention=half ring_attention_forward=half
                   EXPECT_OUTPUT "the two sides weighted equally" "merged with equal weights")
 dtk_grade_mistake(wrong_cp_local_causal_mask ASSIGNMENT 3 COSTS ring_attention_forward=half
-                  ${other_seeds} EXPECT_OUTPUT "the causal mask by local index")
+                  EXPECT_OUTPUT "the causal mask by local index")
 dtk_grade_mistake(wrong_cp_dkv_not_home ASSIGNMENT 3 COSTS ring_attention_backward=half
-                  ${other_seeds} EXPECT_OUTPUT "their last hop home left out")
+                  EXPECT_OUTPUT "their last hop home left out")
 dtk_grade_mistake(deadlock_cp_ring_blocking_sends ASSIGNMENT 3 COSTS ring_attention_forward=minor
                   EXPECT_OUTPUT "Wrong on p=2 float batch=16 heads=4 d=512 s=8"
                                 "probably a deadlock")
@@ -59,17 +58,17 @@ dtk_grade_mistake(forbidden_cp_allgather ASSIGNMENT 3 COSTS ring_attention_forwa
                   EXPECT_OUTPUT "Communicator::Allgather")
 
 # Part 12.
-dtk_grade_mistake(wrong_moe_grouped_by_source ASSIGNMENT 3 COSTS moe_dispatch=half ${other_seeds}
+dtk_grade_mistake(wrong_moe_grouped_by_source ASSIGNMENT 3 COSTS moe_dispatch=half
                   EXPECT_OUTPUT "the rows grouped by source rank first")
 dtk_grade_mistake(wrong_moe_counts_guessed ASSIGNMENT 3 COSTS moe_dispatch=half ${other_seeds}
                   EXPECT_OUTPUT "exchange the counts first")
-dtk_grade_mistake(wrong_moe_broadcast ASSIGNMENT 3 COSTS moe_dispatch=minor ${other_seeds}
+dtk_grade_mistake(wrong_moe_broadcast ASSIGNMENT 3 COSTS moe_dispatch=minor
                   EXPECT_OUTPUT "bytes sent beyond each row sent once")
-dtk_grade_mistake(wrong_moe_owner_round_robin ASSIGNMENT 3 COSTS moe_dispatch=half ${other_seeds}
+dtk_grade_mistake(wrong_moe_owner_round_robin ASSIGNMENT 3 COSTS moe_dispatch=half
                   EXPECT_OUTPUT "the experts dealt round-robin")
-dtk_grade_mistake(wrong_moe_gates_ignored ASSIGNMENT 3 COSTS moe_combine=half ${other_seeds}
+dtk_grade_mistake(wrong_moe_gates_ignored ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "the gates ignored")
-dtk_grade_mistake(wrong_moe_gates_twice ASSIGNMENT 3 COSTS moe_combine=half ${other_seeds}
+dtk_grade_mistake(wrong_moe_gates_twice ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "each gate applied twice")
 
 # Part 13 (scored by tiers of MFU against the kit's search): a planner that ignores memory gets
