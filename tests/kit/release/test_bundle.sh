@@ -37,16 +37,8 @@ scratch_dir dtk-bundle-test "${DTK_KEEP_BUNDLE_TEST:-0}"
 manifest=$root/grader/manifests/assignment$assignment.json
 if [ -n "$disabled" ]; then
   step "disabling Part $disabled in a scratch copy of the manifest"
-  # The file it includes (its shared base) goes beside it, where the include is looked for.
-  python3 -c 'import json, os, shutil, sys
-manifest = json.load(open(sys.argv[1]))
-for part in manifest["parts"]:
-    if str(part["part"]) in sys.argv[3:]:
-        part["enabled"] = False
-json.dump(manifest, open(sys.argv[2], "w"), indent=2)
-if "include" in manifest:
-    shutil.copy(os.path.join(os.path.dirname(sys.argv[1]), manifest["include"]),
-                os.path.dirname(sys.argv[2]))' "$manifest" "$work/manifest.json" $disabled
+  python3 "$root/grader/tests/scratch_manifest.py" "$manifest" "$work/manifest.json" \
+    --disable $disabled
   manifest=$work/manifest.json
 fi
 
