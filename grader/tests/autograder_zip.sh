@@ -21,10 +21,15 @@ fail() {
   echo "autograder.zip: needs root (Gradescope runs as root); skipped"
   exit 77
 }
-if command -v ccache > /dev/null; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
-export DTK_AUTOGRADER_ROOT=$root
 rm -rf "$root"
 mkdir -p "$root"
+root=$(cd "$root" && pwd)
+export DTK_AUTOGRADER_ROOT=$root
+# With ccache, paths are taken relative to the stand-in /autograder: a run in another checkout
+# hits what an earlier one compiled.
+if command -v ccache > /dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+fi
 
 for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
   "$kit/scripts/make-autograder.sh" "$assignment" "$root/dist" > /dev/null

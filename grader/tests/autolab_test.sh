@@ -12,10 +12,15 @@ fail() {
   echo "autolab: $*" >&2
   exit 1
 }
-if command -v ccache > /dev/null; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
 unset MAKEFLAGS MFLAGS MAKELEVEL  # the job's make is not part of a make that started this test
 rm -rf "$work"
 mkdir -p "$work"
+work=$(cd "$work" && pwd)
+# With ccache, paths are taken relative to the scratch directory: the jobs' builds of the same
+# sources hit each other and a run in another checkout, so at most the first job builds cold.
+if command -v ccache > /dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+fi
 
 for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
   "$kit/scripts/make-autolab.sh" "$assignment" "$work/dist" > /dev/null

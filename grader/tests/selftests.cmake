@@ -11,10 +11,12 @@
 # manifest), since no other part can lose anything.
 # Gradings take turns on one machine (they share the sandbox user), hence the long timeout.
 #
-# A verdict must not depend on the seed, which draws values, never shapes: per part, the
-# mistake most sensitive to the values is graded again under the two seeds below and must get
-# the same score on every test (the reference's other functions of its part included). Every
-# mistake under three seeds would add two gradings to each and a third to `make test`'s time.
+# A verdict must not depend on the seed, which draws values, never shapes: in each assignment
+# one mistake whose detection hangs on the values drawn is graded again under the two seeds
+# below and must get the same score on every test (the reference's other functions of its
+# parts included). The reference itself gets full marks under a fresh random seed in every
+# bundle and autograder-package test. Every mistake under three seeds would add two gradings
+# to each and about a fifth to `make test`'s time.
 set(other_seeds SEEDS 844925099 28741244)
 function(dtk_grade_selftest name)
   cmake_parse_arguments(ARG "GUARD;SECOND_CHECKOUT;NO_MOUNT_NAMESPACE"

@@ -11,20 +11,20 @@ dtk_grade_selftest(solutions_tar PACK tar EXPECT ${all_full})
 dtk_grade_selftest(solutions_compiled OVERLAY alternative_padded_allreduce MAX_SECONDS 10
                    EXPECT ${all_full} EXPECT_OUTPUT "model/func_impl.cpp: compiled")
 
-# Wrong answers cost their own function only (other_seeds: under three seeds, one per part).
-# A function wrong on a layout where both groups have more than one rank loses
+# Wrong answers cost their own function only (wrong_split_modulo under three seeds:
+# other_seeds). A function wrong on a layout where both groups have more than one rank loses
 # at least half its points; a mistake confined to groups of one rank loses less. The feedback
 # names the failing layouts and the known mistake the output matches.
 dtk_grade_mistake(wrong_get_info_swapped_colors COSTS get_info=half
                   EXPECT_OUTPUT "world ranks in communicator order" "colors swapped")
-dtk_grade_mistake(wrong_get_info_dp_major COSTS get_info=half ${other_seeds}
+dtk_grade_mistake(wrong_get_info_dp_major COSTS get_info=half
                   EXPECT_OUTPUT "Wrong on mp=2 dp=2, mp=3 dp=2, mp=2 dp=4, mp=4 dp=2"
                                 "a dp-major layout")
 dtk_grade_mistake(wrong_get_info_split_key_reversed COSTS get_info=half
                   EXPECT_OUTPUT "Split key reversed")
 dtk_grade_mistake(wrong_get_info_one_rank_groups COSTS get_info=minor
                   EXPECT_OUTPUT "groups of one rank")
-dtk_grade_mistake(wrong_forward_no_rearrangement ${other_seeds}
+dtk_grade_mistake(wrong_forward_no_rearrangement
                   COSTS naive_collect_forward_input=half naive_collect_forward_output=half
                   EXPECT_OUTPUT "rows and columns interleaved")
 dtk_grade_mistake(wrong_forward_world_comm COSTS naive_collect_forward_input=half

@@ -13,14 +13,13 @@ dtk_grade_selftest(assignment2_missing_part7 ASSIGNMENT 2 PACK tar-missing
                    EXPECT 7=zero 8=full 9=full
                    EXPECT_OUTPUT "no collectives/my_collectives.cpp in the submission")
 
-# Part 7: each common mistake costs its own function only (other_seeds: under three seeds, one
-# per part), and the feedback names it. A collective called inside costs that function; a deadlock costs only the
+# Part 7: each common mistake costs its own function only, and the feedback names it. A collective called inside costs that function; a deadlock costs only the
 # tests it happens in.
 dtk_grade_mistake(wrong_allreduce_chunks_off_by_one ASSIGNMENT 2 COSTS my_allreduce=half
                   EXPECT_OUTPUT "Wrong on p=8 count=19 float sum")
 dtk_grade_mistake(wrong_allgather_rotated ASSIGNMENT 2 COSTS my_allgather=half
                   EXPECT_OUTPUT "block b holding rank b - 1's src")
-dtk_grade_mistake(wrong_collectives_op_ignored ASSIGNMENT 2 ${other_seeds}
+dtk_grade_mistake(wrong_collectives_op_ignored ASSIGNMENT 2
                   COSTS my_allreduce=half my_reduce_scatter=half my_allreduce_bonus=zero
                   EXPECT_OUTPUT "summing whatever the op \\(the op ignored\\)"
                                 "Not timed: a speed bonus needs all of my_allreduce's points")
@@ -55,7 +54,7 @@ dtk_grade_mistake(wrong_partition_even_layers ASSIGNMENT 2 COSTS partition_layer
                   EXPECT_OUTPUT "the largest stage's cost")
 # The outside catalogue's misses: a gradient received into input_shape fails on the hidden
 # stages, whose input and output widths differ; a partition with an empty stage fails under
-# every seed (cases with ties, fixed by the case).
+# every seed (cases with ties, fixed by the case; other_seeds: graded under three).
 dtk_grade_mistake(wrong_pipeline_grad_input_shape ASSIGNMENT 2 COSTS run_pipeline_schedule=half
                   EXPECT_OUTPUT "MPI reported MPI_ERR_TRUNCATE: message truncated")
 dtk_grade_mistake(wrong_partition_empty_stages ASSIGNMENT 2 COSTS partition_layers=minor
@@ -69,7 +68,7 @@ dtk_grade_mistake(forbidden_pipeline_barrier ASSIGNMENT 2 COSTS run_pipeline_sch
 # zero_shard_range also costs ZeRO-1, which shards with it.
 dtk_grade_mistake(wrong_zero2_allreduce ASSIGNMENT 2 COSTS zero2_grad_shard=half
                   EXPECT_OUTPUT "bytes sent beyond the [0-9]+ that one Reduce_scatter sends")
-dtk_grade_mistake(wrong_zero1_averaged ASSIGNMENT 2 COSTS zero1_grad_shard=half ${other_seeds}
+dtk_grade_mistake(wrong_zero1_averaged ASSIGNMENT 2 COSTS zero1_grad_shard=half
                   EXPECT_OUTPUT "the gradient averaged, not summed")
 dtk_grade_mistake(wrong_zero_gather_padding_kept ASSIGNMENT 2 COSTS zero_gather_params=half
                   EXPECT_OUTPUT "the padding kept")
