@@ -43,7 +43,8 @@ listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments droppe
 mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
-shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh)
+shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh
+  scripts/make-gpt-figure.py scripts/figure_svg.py)
 for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done

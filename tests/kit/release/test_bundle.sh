@@ -58,6 +58,14 @@ for path in CMakeLists.txt Makefile handout.md figs cmake make scripts/ensure-de
   tests/harness tests/public; do
   [ -e "$bundle/$path" ] || fail "the bundle lacks $path"
 done
+# The handout as this assignment's students read it: no section cut empty by its blocks. (An
+# assignment the handout does not address yet, such as kit_new_assignment's, is said, not checked.)
+if grep -qx "<!-- dtk:only $assignment -->" "$root/handout.md"; then
+  python3 "$root/tests/kit/release/check_handout_sections.py" "$bundle/handout.md" ||
+    fail "the bundle's handout.md has sections with nothing in them (above): give each its <!-- dtk:only $assignment --> block"
+else
+  echo "    handout.md has no <!-- dtk:only $assignment --> block yet: its sections are not checked"
+fi
 hidden=$(cd "$bundle" && find . -path ./solutions -o -path ./grader -o -path ./tests/kit \
   -o -name 'dtk_source_check*' -o -name 'dtk-grade*' | sed 's|^\./||')
 [ -z "$hidden" ] || fail "the bundle holds what students must never see: $hidden"
