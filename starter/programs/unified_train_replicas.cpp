@@ -39,7 +39,7 @@ void check_layout(const Options& o, int ranks) {
     throw UsageError("--mp_size " + std::to_string(p.mp_size) + " x --dp_size " +
                      std::to_string(p.dp_size) + " = " + std::to_string(p.mp_size * p.dp_size) +
                      " ranks, but mpirun started " + std::to_string(ranks) +
-                     ": run it with  mpirun -n " + std::to_string(p.mp_size * p.dp_size));
+                     ": run it with mpirun -n " + std::to_string(p.mp_size * p.dp_size));
   }
 }
 

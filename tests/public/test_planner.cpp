@@ -41,8 +41,9 @@ const PublicCase kMixtral{"Mixtral-8x7B on 32 A100s, 2M tokens in sequences of 4
 // Full marks on a case take at least this share of the search's MFU (the manifest's first tier).
 constexpr double kFullMarks = 0.97;
 
-// Plans the case, prints the plan and what the simulator says of it, and returns its step.
-dtk::SimulatedStep plan_and_simulate(const PublicCase& c) {
+// Plans the case and returns its step; with `print`, prints the plan and what the simulator says
+// of it (once per case: the MFU test prints, the validity test does not repeat it).
+dtk::SimulatedStep plan_and_simulate(const PublicCase& c, bool print) {
   const auto start = std::chrono::steady_clock::now();
   const dtk::TrainingPlan plan = dtk::plan_training(c.model, c.cluster, c.tokens, c.seq_len);
   const double seconds =
@@ -50,6 +51,7 @@ dtk::SimulatedStep plan_and_simulate(const PublicCase& c) {
   const dtk::ClusterConfig cluster = dtk::load_cluster_config(c.cluster);
   const dtk::SimulatedStep step = dtk::simulate_training_step(dtk::load_model_config(c.model),
                                                               cluster, plan, c.tokens, c.seq_len);
+  if (!print) return step;
   std::printf(
       "%s:\n  your plan %s (found in %.2f s; the grader allows 2 s)\n  %s\n  the kit's "
       "search reaches MFU %.3f: yours is %.3f of it\n",
@@ -59,12 +61,12 @@ dtk::SimulatedStep plan_and_simulate(const PublicCase& c) {
 }
 
 void check_valid(dtk::testing::Checks& check, const PublicCase& c) {
-  const dtk::SimulatedStep step = plan_and_simulate(c);
+  const dtk::SimulatedStep step = plan_and_simulate(c, /*print=*/false);
   check.that(step.valid, std::string(c.what) + ": the plan is not valid: " + step.why_invalid);
 }
 
 void check_mfu(dtk::testing::Checks& check, const PublicCase& c) {
-  const dtk::SimulatedStep step = plan_and_simulate(c);
+  const dtk::SimulatedStep step = plan_and_simulate(c, /*print=*/true);
   char text[160];
   std::snprintf(text, sizeof text, ": MFU %.3f, below %.2f x the kit's search's %.3f", step.mfu,
                 kFullMarks, c.best_mfu);

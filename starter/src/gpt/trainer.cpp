@@ -240,9 +240,9 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
   }
   const int wanted = o.tp * o.cp * o.dp;
   if (ranks != wanted) {
-    return "gpt_train needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " +
+    return "the layout needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " +
            text(o.dp) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
-           ": run it with  mpirun -n " + text(wanted);
+           ": run it with mpirun -n " + text(wanted);
   }
   return "";
 }

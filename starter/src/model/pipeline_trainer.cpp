@@ -298,7 +298,7 @@ std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
   if (wanted != ranks) {
     return "--mp_size " + text(o.mp_size) + " x --dp_size " + text(o.dp_size) + " x --pp_size " +
            text(o.pp_size) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
-           ": run it with  mpirun -n " + text(wanted);
+           ": run it with mpirun -n " + text(wanted);
   }
   return "";
 }

@@ -220,9 +220,9 @@ def cli():
     expect_error(1, TINY + ["--top_k", "2"], "--top_k 2 needs a mixture of experts")
     expect_error(1, TINY + ["--experts", "2", "--top_k", "3"], "top_k 3 must be between 1 and the 2 experts")
     expect_error(1, TINY + ["--heads", "3"], "3 heads do not divide the hidden width 32")
-    expect_error(2, TINY, "gpt_train needs tp x cp x dp = 1 x 1 x 1 = 1 ranks, but mpirun started 2")
+    expect_error(2, TINY, "gpt_train: the layout needs tp x cp x dp = 1 x 1 x 1 = 1 ranks, but mpirun started 2: run it with mpirun -n 1")
     expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
-                 "gpt_train needs tp x cp x dp = 2 x 2 x 1 = 4 ranks, but mpirun started 2")
+                 "gpt_train: the layout needs tp x cp x dp = 2 x 2 x 1 = 4 ranks, but mpirun started 2")
     expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
     expect_error(2, TINY + ["--dp", "2", "--corpus", "/nonexistent/kjv.txt"],
                  "--corpus /nonexistent/kjv.txt: cannot open this file")
