@@ -18,6 +18,7 @@
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
@@ -27,6 +28,7 @@
 #include <catch2/catch.hpp>
 #include <xtensor/xio.hpp>
 #include <xtensor/xmath.hpp>
+#include <xtensor/xview.hpp>
 
 namespace dtk::testing {
 
@@ -57,10 +59,31 @@ class Checks {
                                        actual.shape().begin(), actual.shape().end());
     if (same_shape && xt::allclose(actual, expected, rtol, atol)) return;
     std::ostringstream text;
-    text << what << (same_shape ? ": values differ" : ": shapes differ") << "\n  expected "
-         << shape_text(expected) << ":\n"
-         << expected << "\n  actual " << shape_text(actual) << ":\n"
-         << actual;
+    text << what << (same_shape ? ": values differ" : ": shapes differ");
+    if (!same_shape || expected.size() <= kPrintedWhole) {
+      text << "\n  expected " << shape_text(expected) << ":\n"
+           << expected << "\n  actual " << shape_text(actual) << ":\n"
+           << actual;
+    } else {
+      // Too many values to read whole: how many differ, the first, and its row in both.
+      std::size_t wrong = 0, first = 0;
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        const double e = expected.flat(i), a = actual.flat(i);
+        if (!(std::abs(a - e) <= atol + rtol * std::abs(e)) && wrong++ == 0) first = i;
+      }
+      const std::size_t width = expected.dimension() > 1 ? expected.shape().back() : 1;
+      const std::size_t row = first / width;
+      text << " (" << wrong << " of " << expected.size() << " in " << shape_text(expected)
+           << "; the first at flat index " << first << ": expected " << expected.flat(first)
+           << ", got " << actual.flat(first) << ")";
+      if (expected.dimension() == 2) {
+        // Each row on one line: its first and last values (xtensor's summary).
+        text << "\n  row " << row << " expected: " << xt::print_options::threshold(8)
+             << xt::view(expected, row, xt::all()) << "\n  row " << row
+             << " actual:   " << xt::print_options::threshold(8)
+             << xt::view(actual, row, xt::all());
+      }
+    }
     failures_.push_back(text.str());
   }
 
@@ -73,6 +96,10 @@ class Checks {
     }
     return text + ")";
   }
+
+  // Tensors up to this many values are printed whole when they differ; larger ones by their
+  // first difference (a failing case of 200 rows of 33 would print thousands of lines).
+  static constexpr std::size_t kPrintedWhole = 256;
 
   int rank_;
   std::vector<std::string> failures_;
