@@ -21,11 +21,14 @@ ifeq ($(STUDENT_FILES),)
 endif
 
 # ccache, where installed, makes a rebuild quick, and so the kit's own tests that build whole
-# trees (student bundles, autograders). Its paths are made relative (base_dir /, the directory
-# left out of the hash), so that the same sources built elsewhere hit the same entries. Read
-# when a command runs, after `deps` may have installed it.
+# trees (student bundles, autograders). Paths inside this tree are made relative to the build
+# (base_dir: this tree's root, always, so a bundle built from within the kit's tests takes its
+# own root; the build directory is left out of the hash), so that the same sources built in
+# another copy hit the same entries. Paths outside the tree (/usr's headers) stay absolute: made
+# relative, they would differ with the copy's depth. Read when a command runs, after `deps` may
+# have installed it.
 export CMAKE_CXX_COMPILER_LAUNCHER ?= $(if $(shell command -v ccache),ccache)
-export CCACHE_BASEDIR ?= /
+export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
 
 .PHONY: all deps configure test clean

@@ -25,10 +25,10 @@ rm -rf "$root"
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
 export DTK_AUTOGRADER_ROOT=$root
-# With ccache, paths are taken relative to the stand-in /autograder: a run in another checkout
-# hits what an earlier one compiled.
+# With ccache, paths inside the unpacked kit are taken relative to its build (CCACHE_BASEDIR: the
+# kit's root), as make/student.mk takes them in the kit: setup.sh's build hits the kit's own.
 if command -v ccache > /dev/null; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$root/source/dtk CCACHE_NOHASHDIR=1
 fi
 
 for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do

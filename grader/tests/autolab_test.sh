@@ -16,16 +16,18 @@ unset MAKEFLAGS MFLAGS MAKELEVEL  # the job's make is not part of a make that st
 rm -rf "$work"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-# With ccache, paths are taken relative to the scratch directory: the jobs' builds of the same
-# sources hit each other and a run in another checkout, so at most the first job builds cold.
+# With ccache, paths inside a job's kit are taken relative to its build (CCACHE_BASEDIR: that
+# kit's root, set per job below), as make/student.mk takes them in the kit: the jobs' builds hit
+# the kit's own build and each other's.
 if command -v ccache > /dev/null; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_NOHASHDIR=1
 fi
 
 for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
   "$kit/scripts/make-autolab.sh" "$assignment" "$work/dist" > /dev/null
   job=$work/job$assignment
   mkdir "$job"
+  export CCACHE_BASEDIR=$job/dtk
   cp "$work/dist/autolab-assignment$assignment/autograde.tar" "$job/"
   cp "$work/dist/autolab-assignment$assignment/autograde-Makefile" "$job/Makefile"
   mapfile -t files < <(grep '^[^#]' "$kit/starter/handin/assignment$assignment.txt")

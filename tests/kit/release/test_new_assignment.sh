@@ -17,11 +17,6 @@
 set -euo pipefail
 kit=$(cd "$1" && pwd)
 unset MAKEFLAGS MFLAGS MAKELEVEL  # the copy's make is not part of a make that started this test
-# The copy's sources are the kit's, at the same paths relative to its build: ccache (relative
-# paths, as make/student.mk sets it) makes its build mostly cache hits.
-if command -v ccache > /dev/null; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=/ CCACHE_NOHASHDIR=1
-fi
 source "$(dirname "$0")/steps.sh"
 scratch_dir dtk-new-assignment "${DTK_KEEP_NEW_ASSIGNMENT_TEST:-0}"
 
@@ -29,6 +24,12 @@ last=$("$kit/scripts/list-assignments.sh" "$kit" | tail -n 1)
 n=$((last + 1))
 part=$((100 + n))  # a part number no other assignment uses
 copy=$work/kit
+# The copy's sources are the kit's, at the same paths relative to its build: with ccache taking
+# paths inside the copy relative to the build (CCACHE_BASEDIR: its root, as make/student.mk does
+# in the kit), its build mostly hits the kit's own.
+if command -v ccache > /dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR=$copy CCACHE_NOHASHDIR=1
+fi
 step "copying the kit and adding assignment $n (Part $part: rank_sum) as files only"
 mkdir "$copy"
 tar -C "$kit" --exclude=./.git --exclude='./build*' --exclude=./dist -cf - . | tar -C "$copy" -xf -
