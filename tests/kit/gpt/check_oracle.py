@@ -4,7 +4,8 @@
 For the dense model and a mixture of experts, in float and in double, kit_gpt_oracle_case runs
 one batch through the kit's model with random weights and writes the weights, the batch, the
 logits, the loss and every parameter's gradient; this script loads the same weights into
-torch_gpt.Gpt, runs the same batch in float64 and compares. Each tensor's error is
+torch_gpt.Gpt (the kit's shapes; GPT-2's constants, LayerNorm's eps 1e-5 and GELU's tanh form,
+the oracle's own), runs the same batch in float64 and compares. Each tensor's error is
 max |kit - torch| / max |torch|; it must be at most 1e-9 in double and 1e-4 in float.
 
 usage: check_oracle.py CASE_PROGRAM                  all four cases must agree
@@ -26,6 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_gpt  # noqa: E402
 
 TOLERANCE = {"double": 1e-9, "float": 1e-4}
+# GPT-2's LayerNorm epsilon (PyTorch's default). The oracle sets it itself: the kit's case
+# reports its config, and taking the kit's epsilon from there would hide a wrong one.
+GPT2_LAYER_NORM_EPS = 1e-5
 CASES = [("dense", 0, 1), ("moe", 4, 2)]  # (name, experts, top_k)
 
 
@@ -38,8 +42,9 @@ def kit_case(program, dtype, experts, top_k):
 
 
 def torch_results(case, wrong=None):
-    """The loss, logits and gradients of PyTorch's model on the kit's weights and batch."""
-    config = dict(case["config"])
+    """The loss, logits and gradients of PyTorch's model on the kit's weights and batch: the
+    kit's shapes, GPT-2's constants."""
+    config = dict(case["config"], layer_norm_eps=GPT2_LAYER_NORM_EPS)
     gelu = lambda u: F.gelu(u, approximate="tanh")  # noqa: E731
     if wrong == "eps":
         config["layer_norm_eps"] = 1e-6
