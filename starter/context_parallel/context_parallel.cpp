@@ -46,7 +46,8 @@ void merge_attention(xt::xtensor<T, 2>& out, xt::xtensor<T, 2>& lse,
                      const xt::xtensor<T, 2>& block_out, const xt::xtensor<T, 2>& block_lse) {
   // TODO (Part 11.2): merge (block_out, block_lse) into (out, lse), in place.
   //  1. Reject mismatched shapes with std::invalid_argument: block_out must have out's shape
-  //     (rows, heads * d), block_lse lse's (rows, heads), and heads must divide out.shape(1).
+  //     (rows, heads * d), block_lse lse's (rows, heads), and the heads, lse.shape(1), must
+  //     divide out.shape(1).
   //  2. For each row i and head h, with a = lse(i, h) and b = block_lse(i, h):
   //       - b = -infinity (the block saw no key): nothing changes (two empty sides stay empty);
   //       - otherwise m = max(a, b), wa = exp(a - m), wb = exp(b - m) (never exp(a) itself:

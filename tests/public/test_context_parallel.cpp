@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -52,37 +53,40 @@ void check_positions(Checks& check, int seq_len, int cp_size, bool zigzag,
 
 // ----------------------------------- helpers of 11.2 - 11.4 ----------------------------------
 
-// Whether `actual` equals `expected` within the tolerance of T (the same infinity counts as
-// equal: an empty row's lse is -infinity).
+// Part 11's tolerance for T, relative and, near 0, absolute.
+template <class T>
+constexpr double kTolerance = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+
+// Whether `actual` equals `expected` as the check below judges it (xtensor's isclose with
+// kTolerance<T>; the same infinity counts as equal: an empty row's lse is -infinity).
 template <class T>
 bool close_enough(double expected, double actual) {
-  const double rtol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
   if (expected == actual) return true;
-  return std::abs(actual - expected) <= rtol * std::max(1.0, std::abs(expected));
+  const double difference = std::abs(actual - expected);
+  return difference <= kTolerance<T> ||
+         difference <= kTolerance<T> * std::max(std::abs(expected), std::abs(actual));
 }
 
-// Records a failure naming the first of `actual`'s elements that differs from `expected`, and
-// how many do (the matrices can hold a million values: they are never printed whole).
+// The inputs behind one element (row, column) of a result, in words.
+using InputsOf = std::function<std::string(std::size_t row, std::size_t column)>;
+
+// Records a failure unless `actual` equals `expected`, shown as every public test shows a
+// tensor: whole up to 256 values, else by its first difference and that row. `inputs`, when
+// given, names what went into the first element that differs, so that it can be redone by hand.
 template <class T>
 void check_matrix(Checks& check, const std::string& what, const Matrix& expected,
-                  const xt::xtensor<T, 2>& actual) {
-  if (actual.shape() != expected.shape()) {
-    check.that(false, what + ": expected shape (" + std::to_string(expected.shape(0)) + ", " +
-                          std::to_string(expected.shape(1)) + "), got (" +
-                          std::to_string(actual.shape(0)) + ", " + std::to_string(actual.shape(1)) +
-                          ")");
-    return;
+                  const xt::xtensor<T, 2>& actual, const InputsOf& inputs = {}) {
+  std::string label = what;
+  if (inputs && actual.shape() == expected.shape()) {
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      if (close_enough<T>(expected.flat(i), actual.flat(i))) continue;
+      const std::size_t row = i / expected.shape(1), column = i % expected.shape(1);
+      label += " (the first difference, at (" + std::to_string(row) + ", " +
+               std::to_string(column) + "), from " + inputs(row, column) + ")";
+      break;
+    }
   }
-  std::size_t wrong = 0, first = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (!close_enough<T>(expected.flat(i), actual.flat(i)) && wrong++ == 0) first = i;
-  }
-  const std::size_t cols = expected.shape(1);
-  check.that(wrong == 0, what + ": " + std::to_string(wrong) + " of " +
-                             std::to_string(expected.size()) + " values differ; first at (" +
-                             std::to_string(first / cols) + ", " + std::to_string(first % cols) +
-                             "): expected " + std::to_string(expected.flat(first)) + ", got " +
-                             std::to_string(actual.flat(first)));
+  check.close(label, expected, actual, kTolerance<T>, kTolerance<T>);
 }
 
 template <class T>
@@ -457,8 +461,18 @@ TEMPLATE_TEST_CASE(
     }
     xt::xtensor<T, 2> merged_out = as<T>(out), merged_lse = as<T>(lse);
     dtk::merge_attention(merged_out, merged_lse, as<T>(block_out), as<T>(block_lse));
-    check_matrix(check, "merge_attention at lse of about ±1000: out", expected_out, merged_out);
-    check_matrix(check, "merge_attention at lse of about ±1000: lse", expected_lse, merged_lse);
+    // What went into row i, head h: both sides' lse (and, for out, both sides' values).
+    const auto sides = [&](std::size_t i, std::size_t h) {
+      return "row " + std::to_string(i) + ", head " + std::to_string(h) + ": lse " +
+             std::to_string(lse(i, h)) + " and block_lse " + std::to_string(block_lse(i, h));
+    };
+    check_matrix(check, "merge_attention at lse of about ±1000: out", expected_out, merged_out,
+                 [&](std::size_t i, std::size_t c) {
+                   return sides(i, c / 3) + ", out " + std::to_string(out(i, c)) +
+                          " and block_out " + std::to_string(block_out(i, c));
+                 });
+    check_matrix(check, "merge_attention at lse of about ±1000: lse", expected_lse, merged_lse,
+                 sides);
   });
 }
 
