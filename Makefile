@@ -26,6 +26,10 @@
 EXTRA_PACKAGES := libxml2-utils procps python3 similarity-tester zip unzip slurm-wlm munge \
                   chromium ccache python3-torch
 
+# The grader's self-tests of honest mistakes grade two at a time, each in a sandbox slot of its
+# own: CTest hands out the slots this file lists (grader/tests/selftests.cmake).
+CTEST_FLAGS := --resource-spec-file $(CURDIR)/grader/tests/sandbox-slots.json
+
 include make/student.mk
 
 # Builds only what grading needs; results.json goes to $(BUILD_DIR)/grade-results.json.

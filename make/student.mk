@@ -12,6 +12,7 @@
 # EXTRA_PACKAGES: Debian packages needed on top of that script's list.
 BUILD_DIR ?= build
 JOBS ?= 2
+CTEST_FLAGS ?=  # more flags of `make test`'s ctest
 
 # The student files: starter/handin/assignment<N>.txt, the kit's one list of them.
 ASSIGNMENT ?= 1
@@ -43,7 +44,7 @@ configure: deps
 	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR)
 
 test: all
-	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) $(CTEST_FLAGS)
 
 # Exactly the assignment's student files, as plain ustar members (symbolic links replaced by the
 # files they point to: the grader takes regular files only), with no owner names.

@@ -212,6 +212,23 @@ if(GUARD)
   file(SHA256 ${kit_pch} pch_before)
 endif()
 
+# The sandbox slot: 0, or the one CTest gave this test (a test registered with the resource
+# group "sandbox:1", run with grader/tests/sandbox-slots.json as `make test` runs it): two such
+# gradings run at once, each as its own sandbox user with its own lock, as a batch's do.
+set(slot 0)
+if(DEFINED ENV{CTEST_RESOURCE_GROUP_0_SANDBOX})
+  string(REGEX MATCH "id:([0-9]+)" slot_match "$ENV{CTEST_RESOURCE_GROUP_0_SANDBOX}")
+  set(slot ${CMAKE_MATCH_1})
+endif()
+if(slot EQUAL 0)
+  set(sandbox_user dtk-sandbox)
+  set(sandbox_lock /run/dtk-grade.lock)
+else()
+  set(sandbox_user dtk-sandbox${slot})
+  set(sandbox_lock /run/dtk-grade-${slot}.lock)
+  list(APPEND ARGS --slot ${slot})
+endif()
+
 # Not root, there is no sandbox: grade as the caller (the checks below still hold).
 execute_process(COMMAND id -u OUTPUT_VARIABLE uid OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT uid EQUAL 0)
@@ -244,17 +261,17 @@ run(rm -rf ${grading_tmp})
 file(MAKE_DIRECTORY ${grading_tmp})
 set(ENV{TMPDIR} ${grading_tmp})
 
-# The files of the sandbox user where anyone may write, at any depth: one line per tree, the
-# top one, "device:inode" then find's -ls (names escaped). Gradings take turns with a lock, and
-# other gradings' files are theirs while they run: look while holding it, when none runs, and
-# never in another grading's scratch directory (root's dtk-grade.*: gradings of other kits may
-# not take the same lock).
+# The files of the slot's sandbox user where anyone may write, at any depth: one line per tree,
+# the top one, "device:inode" then find's -ls (names escaped). Gradings of a slot take turns
+# with its lock, and other gradings' files are theirs while they run: look while holding it,
+# when none runs, and never in another grading's scratch directory (root's dtk-grade.*:
+# gradings of other kits may not take the same lock).
 function(sandbox_files out)
   set(files "")
-  execute_process(COMMAND id -u dtk-sandbox RESULT_VARIABLE no_user
+  execute_process(COMMAND id -u ${sandbox_user} RESULT_VARIABLE no_user
                   OUTPUT_VARIABLE sandbox_uid OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(uid EQUAL 0 AND no_user EQUAL 0)
-    execute_process(COMMAND flock /run/dtk-grade.lock
+    execute_process(COMMAND flock ${sandbox_lock}
                             find /tmp /var/tmp /dev/shm /run/lock
                             -name "dtk-grade.*" -user root -prune
                             -o -uid ${sandbox_uid} -prune -printf "%D:%i " -ls
@@ -376,8 +393,8 @@ if(GUARD)
   endif()
 endif()
 
-# Nothing of the submission may outlive the grading. Other gradings (ctest -j) use the same
-# sandbox user: look while holding their lock, when none of them is running. Files an earlier
+# Nothing of the submission may outlive the grading. Other gradings of the slot (ctest -j) use
+# the same sandbox user: look while holding their lock, when none of them is running. Files an earlier
 # grading left are a finding, but not this one's: said, not charged.
 execute_process(COMMAND find ${grading_tmp} -mindepth 1 -maxdepth 1 -ls OUTPUT_VARIABLE left_in_tmp)
 run(rm -rf ${grading_tmp})
@@ -411,9 +428,9 @@ if(left_behind)
   fail("files of the sandbox user were left behind by this grading (or by another that took \
 turns with it while this test ran):${left_behind}")
 endif()
-execute_process(COMMAND id -u dtk-sandbox RESULT_VARIABLE no_user OUTPUT_QUIET ERROR_QUIET)
-if(no_user EQUAL 0 AND EXISTS /run/dtk-grade.lock)
-  execute_process(COMMAND flock /run/dtk-grade.lock ps -u dtk-sandbox -o stat=,pid=,args=
+execute_process(COMMAND id -u ${sandbox_user} RESULT_VARIABLE no_user OUTPUT_QUIET ERROR_QUIET)
+if(no_user EQUAL 0 AND EXISTS ${sandbox_lock})
+  execute_process(COMMAND flock ${sandbox_lock} ps -u ${sandbox_user} -o stat=,pid=,args=
                   OUTPUT_VARIABLE processes)
   string(REGEX MATCHALL "(^|\n)[^Z\n][^\n]*" alive "${processes}")  # zombies are dead
   if(alive)

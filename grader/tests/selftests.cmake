@@ -9,7 +9,8 @@
 # else: every other function and part it could touch keeps all its points (EXPECT ... others=full,
 # check_totals.py), and only the parts whose file the patch changes are graded (PARTS, from the
 # manifest), since no other part can lose anything.
-# Gradings take turns on one machine (they share the sandbox user), hence the long timeout.
+# Gradings of one sandbox slot take turns (they share its user and lock), hence the long
+# timeout; `make test` gives CTest two slots (grader/tests/sandbox-slots.json).
 #
 # A verdict must not depend on the seed, which draws values, never shapes: in each assignment
 # one mistake whose detection hangs on the values drawn is graded again under the two seeds
@@ -66,7 +67,16 @@ function(dtk_grade_selftest name)
                    -DNO_MOUNT_NAMESPACE=${ARG_NO_MOUNT_NAMESPACE}
                    -DMAX_SECONDS=${ARG_MAX_SECONDS} "-DSEEDS=${ARG_SEEDS}"
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/tests/grade_submission.cmake)
-  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
+  # An honest mistake's grading leaves a core idle about half the time (compiling, starting
+  # ranks, sandboxing): two run at once, each in its own sandbox slot (grade_submission.cmake).
+  # Gradings that time something, lock the kit or watch other users' files run alone.
+  if(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
+                        OR ARG_SECOND_CHECKOUT))
+    set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 1
+                         RESOURCE_GROUPS sandbox:1 LABELS grading)
+  else()
+    set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
+  endif()
 endfunction()
 
 # dtk_grade_mistake(NAME COSTS KEY=VERDICT... [ARG...]): the honest mistake NAME.patch (or
