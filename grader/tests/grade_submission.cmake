@@ -289,7 +289,7 @@ execute_process(COMMAND ${grader} ${submission} --seed 7 --results ${results} ${
                 RESULT_VARIABLE status OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 string(TIMESTAMP end "%s")
 math(EXPR seconds "${end} - ${start}")
-message(STATUS "${NAME}: graded in ${seconds} s\n${stdout}${stderr}")
+message(STATUS "${NAME}: graded in ${seconds} s, sandbox slot ${slot}\n${stdout}${stderr}")
 if(SECOND_CHECKOUT)
   file(REMOVE_RECURSE ${DTK_SELFTEST_SECOND_CHECKOUT})
 endif()
