@@ -55,21 +55,48 @@ class Checks {
   template <class E, class A>
   void close(const std::string& what, const E& expected, const A& actual, double rtol = 1e-6,
              double atol = 1e-9) {
-    const bool same_shape = std::equal(expected.shape().begin(), expected.shape().end(),
-                                       actual.shape().begin(), actual.shape().end());
-    if (same_shape && xt::allclose(actual, expected, rtol, atol)) return;
+    if (same_shape(expected, actual) && xt::allclose(actual, expected, rtol, atol)) return;
+    record_difference(what, expected, actual, [&](double e, double a) {
+      return std::abs(a - e) <= atol + rtol * std::abs(e);
+    });
+  }
+
+  // Same shape and near(expected value, actual value) for every element: for a test whose rule
+  // differs from close()'s (infinities, a tolerance of its own); shown as close() shows it.
+  template <class E, class A, class Near>
+  void close_by(const std::string& what, const E& expected, const A& actual, Near near) {
+    if (same_shape(expected, actual)) {
+      bool all_near = true;
+      for (std::size_t i = 0; i < expected.size() && all_near; ++i) {
+        all_near = near(expected.flat(i), actual.flat(i));
+      }
+      if (all_near) return;
+    }
+    record_difference(what, expected, actual, near);
+  }
+
+ private:
+  template <class E, class A>
+  static bool same_shape(const E& expected, const A& actual) {
+    return std::equal(expected.shape().begin(), expected.shape().end(), actual.shape().begin(),
+                      actual.shape().end());
+  }
+
+  // Records that `actual` is not `expected`: both whole, or, too many values to read whole, how
+  // many are not near(expected, actual), the first, and its row in both.
+  template <class E, class A, class Near>
+  void record_difference(const std::string& what, const E& expected, const A& actual, Near near) {
+    const bool shapes_agree = same_shape(expected, actual);
     std::ostringstream text;
-    text << what << (same_shape ? ": values differ" : ": shapes differ");
-    if (!same_shape || expected.size() <= kPrintedWhole) {
+    text << what << (shapes_agree ? ": values differ" : ": shapes differ");
+    if (!shapes_agree || expected.size() <= kPrintedWhole) {
       text << "\n  expected " << shape_text(expected) << ":\n"
            << expected << "\n  actual " << shape_text(actual) << ":\n"
            << actual;
     } else {
-      // Too many values to read whole: how many differ, the first, and its row in both.
       std::size_t wrong = 0, first = 0;
       for (std::size_t i = 0; i < expected.size(); ++i) {
-        const double e = expected.flat(i), a = actual.flat(i);
-        if (!(std::abs(a - e) <= atol + rtol * std::abs(e)) && wrong++ == 0) first = i;
+        if (!near(expected.flat(i), actual.flat(i)) && wrong++ == 0) first = i;
       }
       const std::size_t width = expected.dimension() > 1 ? expected.shape().back() : 1;
       const std::size_t row = first / width;
@@ -87,7 +114,6 @@ class Checks {
     failures_.push_back(text.str());
   }
 
- private:
   template <class C>
   static std::string shape_text(const C& c) {
     std::string text = "(";

@@ -53,18 +53,13 @@ void check_positions(Checks& check, int seq_len, int cp_size, bool zigzag,
 
 // ----------------------------------- helpers of 11.2 - 11.4 ----------------------------------
 
-// Part 11's tolerance for T, relative and, near 0, absolute.
-template <class T>
-constexpr double kTolerance = std::is_same_v<T, float> ? 1e-4 : 1e-9;
-
-// Whether `actual` equals `expected` as the check below judges it (xtensor's isclose with
-// kTolerance<T>; the same infinity counts as equal: an empty row's lse is -infinity).
+// Whether `actual` equals `expected` within the tolerance of T, relative and, below 1, absolute
+// (the same infinity counts as equal: an empty row's lse is -infinity).
 template <class T>
 bool close_enough(double expected, double actual) {
+  const double rtol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
   if (expected == actual) return true;
-  const double difference = std::abs(actual - expected);
-  return difference <= kTolerance<T> ||
-         difference <= kTolerance<T> * std::max(std::abs(expected), std::abs(actual));
+  return std::abs(actual - expected) <= rtol * std::max(1.0, std::abs(expected));
 }
 
 // The inputs behind one element (row, column) of a result, in words.
@@ -86,7 +81,7 @@ void check_matrix(Checks& check, const std::string& what, const Matrix& expected
       break;
     }
   }
-  check.close(label, expected, actual, kTolerance<T>, kTolerance<T>);
+  check.close_by(label, expected, actual, close_enough<T>);
 }
 
 template <class T>
