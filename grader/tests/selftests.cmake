@@ -70,12 +70,10 @@ function(dtk_grade_selftest name)
   # An honest mistake's grading leaves a core idle about half the time (compiling, starting
   # ranks, sandboxing): two run at once, each in its own sandbox slot (grade_submission.cmake).
   # Gradings that time something, lock the kit or watch other users' files run alone.
+  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
   if(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
                         OR ARG_SECOND_CHECKOUT))
-    set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 1
-                         RESOURCE_GROUPS sandbox:1 LABELS grading)
-  else()
-    set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
+    set_tests_properties(grader_${name} PROPERTIES PROCESSORS 1 RESOURCE_GROUPS sandbox:1)
   endif()
 endfunction()
 
