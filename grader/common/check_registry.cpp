@@ -74,7 +74,9 @@ std::string checks_json() {
                       {"result_parts", check.result_parts},
                       {"reduces", check.reduces},
                       {"timed_against", check.timed_against},
-                      {"case_words", check.case_words}});
+                      {"case_words", check.case_words},
+                      {"sending_shared", check.sending_shared},
+                      {"derived", check.derived}});
   }
   return checks.dump(2) + "\n";
 }
@@ -91,7 +93,8 @@ void load_checks_json(const std::string& path) {
                       entry.at("collective").get<bool>(), entry.at("typed").get<bool>(),
                       entry.at("result_parts").get<std::vector<std::string>>(),
                       entry.at("reduces").get<bool>(), entry.at("timed_against").get<std::string>(),
-                      entry.at("case_words").get<std::vector<std::string>>()});
+                      entry.at("case_words").get<std::vector<std::string>>(),
+                      entry.at("sending_shared").get<bool>(), entry.at("derived").get<bool>()});
     }
   } catch (const std::exception& error) {
     throw std::runtime_error(path + " is malformed (" + error.what() + "): rebuild the kit");

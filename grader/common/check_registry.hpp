@@ -28,6 +28,12 @@ struct CheckInfo {
   // fields checks: the keys ("heads" for "heads=4") and plain words ("zigzag") its case texts
   // may use besides p=P and the type; a manifest case using another is refused.
   std::vector<std::string> case_words = {};
+  // Part 7: a collective of one's own may share the sending unevenly (a tree, say), so the
+  // bytes its ranks sent are judged summed over the ranks, not rank by rank.
+  bool sending_shared = false;
+  // Set by the registration of a check with a derive function (check_context.hpp): part of
+  // its outputs is derived after the launch, outside the processes that ran student code.
+  bool derived = false;
 };
 
 // Adds a check; throws std::logic_error when its function is registered already.

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "keys.hpp"
+
 namespace dtk::grade {
 
 namespace {
@@ -55,38 +57,6 @@ bool parse_value(const std::string& kind, const std::string& payload, Value& val
     value.values = {std::strtod(payload.c_str(), &end)};
   }
   return !payload.empty() && *end == '\0';
-}
-
-std::uint64_t rotate(std::uint64_t x, int bits) { return (x << bits) | (x >> (64 - bits)); }
-
-// SipHash-2-4 of `data` under the 128-bit key (k0, k1).
-std::uint64_t siphash(std::uint64_t k0, std::uint64_t k1, const std::string& data) {
-  std::uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1,
-                v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
-  auto round = [&] {
-    v0 += v1, v1 = rotate(v1, 13), v1 ^= v0, v0 = rotate(v0, 32);
-    v2 += v3, v3 = rotate(v3, 16), v3 ^= v2;
-    v0 += v3, v3 = rotate(v3, 21), v3 ^= v0;
-    v2 += v1, v1 = rotate(v1, 17), v1 ^= v2, v2 = rotate(v2, 32);
-  };
-  auto absorb = [&](std::uint64_t m) {
-    v3 ^= m;
-    round(), round();
-    v0 ^= m;
-  };
-  const std::size_t whole = data.size() / 8 * 8;
-  for (std::size_t i = 0; i < whole; i += 8) {
-    std::uint64_t m = 0;
-    for (int b = 7; b >= 0; --b) m = (m << 8) | static_cast<unsigned char>(data[i + b]);
-    absorb(m);
-  }
-  std::uint64_t last = static_cast<std::uint64_t>(data.size()) << 56;
-  for (std::size_t i = whole; i < data.size(); ++i)
-    last |= static_cast<std::uint64_t>(static_cast<unsigned char>(data[i])) << (8 * (i - whole));
-  absorb(last);
-  v2 ^= 0xff;
-  round(), round(), round(), round();
-  return v0 ^ v1 ^ v2 ^ v3;
 }
 
 }  // namespace
@@ -171,7 +141,7 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
       char* end = nullptr;
       const long long bytes = std::strtoll(rest.c_str(), &end, 10);
       const long long least = *end == ' ' ? std::strtoll(end + 1, &end, 10) : -1;
-      if (*end == '\0' && bytes >= 0 && least >= 0) {
+      if (*end == '\0' && bytes >= 0 && least >= -1) {
         current->received = bytes;
         current->least_received = least;
       }
@@ -181,6 +151,11 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
       Mistake mistake{rest.substr(0, tab), rest.substr(tab + 1, second - tab - 1), {}};
       if (parse_tensor(rest.substr(second + 1), mistake.wrong))
         current->mistakes.push_back(std::move(mistake));
+    } else if (kind == "evidence") {
+      const std::size_t tab = rest.find('\t');
+      Value value;
+      if (tab != std::string::npos && parse_tensor(rest.substr(tab + 1), value))
+        current->evidence.emplace_back(rest.substr(0, tab), std::move(value));
     } else if (kind == "error") {
       current->errors.push_back(rest);
     } else if (kind == "forbidden") {
@@ -242,7 +217,7 @@ void RecordWriter::moved(unsigned long long bytes) {
   block_ += "moved " + std::to_string(bytes) + "\n";
 }
 
-void RecordWriter::received(unsigned long long bytes, unsigned long long least) {
+void RecordWriter::received(unsigned long long bytes, long long least) {
   block_ += "received " + std::to_string(bytes) + " " + std::to_string(least) + "\n";
 }
 
@@ -285,6 +260,29 @@ void RecordWriter::tensor_payload(const std::string& dtype, const std::vector<st
   block_ += " :";
   for (double v : values) block_ += " " + number(v);
   block_ += "\n";
+}
+
+void RecordWriter::evidence(const std::string& name, const std::string& dtype,
+                            const std::vector<std::size_t>& shape,
+                            const std::vector<double>& values) {
+  block_ += "evidence " + one_line(name) + "\t";
+  tensor_payload(dtype, shape, values);
+}
+
+void RecordWriter::outputs_of(const TestOutput& output) {
+  std::string part;
+  for (const auto& [name, value] : output.values) {
+    if (value.part != part) this->part(part = value.part);
+    if (value.kind == Value::Kind::integer) {
+      integer(name, value.integer);
+    } else if (value.kind == Value::Kind::real) {
+      real(name, value.values.at(0));
+    } else {
+      tensor(name, value.dtype, value.shape, value.values);
+    }
+  }
+  for (const auto& [name, value] : output.evidence)
+    evidence(name, value.dtype, value.shape, value.values);
 }
 
 void RecordWriter::error(const std::string& text) { block_ += "error " + one_line(text) + "\n"; }

@@ -14,12 +14,15 @@
 //   real <name>\t<value>
 //   tensor <name>\t<dtype> <ndim> <dims...> : <values...>
 //   mistake <name>\t<what>\t<tensor payload>   what value <name> would be after a known
-//                                            mistake (the reference's are used to name it)
-//   moved <bytes>                            bytes the student call moved through the
-//                                            Communicator it was given (its byte counter), or
-//                                            for Part 7 sent to other ranks, summed over ranks
-//   received <bytes> <least>                 bytes this rank received from other ranks during
-//                                            the call, and the least its result needs from them
+//                                            mistake (the reference's run only records them)
+//   evidence <name>\t<tensor payload>         what a derive function needs (check_context.hpp)
+//                                            and no rubric item compares: a plan's fields, a
+//                                            dispatch's orders
+//   moved <bytes>                            bytes the test's student calls sent to other
+//                                            ranks, of its type (typed checks) or of any type
+//   received <bytes> <least>                 bytes they received from other ranks likewise, and
+//                                            the least the result needs from them (-1: the
+//                                            check does not say; the reference's then judges)
 //   error <text>                             the function threw; <text> is what() on one line
 //   forbidden <MPI call>\t<caller>           a call outside the allowed collectives
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
@@ -69,6 +72,7 @@ struct TestOutput {
   std::vector<std::string> errors;
   std::vector<std::string> forbidden;  // "MPI_Bcast (called from ...)"
   std::vector<Mistake> mistakes;
+  std::vector<std::pair<std::string, Value>> evidence;  // for derive functions only
   long long moved = -1;  // bytes moved through the Communicator; -1: not measured
   // Bytes this rank received from other ranks, and the least its result needs; -1: not measured.
   long long received = -1, least_received = -1;
@@ -106,13 +110,18 @@ class RecordWriter {
   void mistake(const std::string& value, const std::string& description, const std::string& dtype,
                const std::vector<std::size_t>& shape, const std::vector<double>& values);
   void moved(unsigned long long bytes);
-  void received(unsigned long long bytes, unsigned long long least);
+  void received(unsigned long long bytes, long long least);  // least -1: none stated
   void integer(const std::string& name, long long value);
   void real(const std::string& name, double value);
   void tensor(const std::string& name, const std::string& dtype,
               const std::vector<std::size_t>& shape, const std::vector<double>& values);
+  void evidence(const std::string& name, const std::string& dtype,
+                const std::vector<std::size_t>& shape, const std::vector<double>& values);
   void error(const std::string& text);
   void forbidden(const std::string& call, const std::string& caller);
+  // What a derive function reads of a rank's outputs (its values and evidence), written again
+  // (the grader's, for `dtk-grade-runner --derive`).
+  void outputs_of(const TestOutput& output);
 
  private:
   void tensor_payload(const std::string& dtype, const std::vector<std::size_t>& shape,

@@ -1,10 +1,10 @@
 // Part 7 (assignment 2): the collectives students build from point-to-point messages. A check
-// runs on the test's p ranks. While the student's call runs, each rank holds only its own src
-// (what the other ranks' would be is computed afterwards, to name known mistakes), and the call
-// is judged by what crossed between ranks: the bytes MPI delivered from other ranks, not the
-// Communicator's counter (which a message to oneself fills too). Values that are moved say
-// where they come from; values that are reduced are drawn from the seed, so that sum, min and
-// max all differ.
+// runs on the test's p ranks, each holding its own src, drawn from its own key (every value
+// random: none follows a formula the feedback could reveal). The call is judged by what crossed
+// between ranks: the bytes MPI delivered from other ranks (check_context.hpp), summed over the
+// ranks for what was sent (a collective of one's own may share the sending unevenly), and for
+// what each rank received against the least its result needs from the others. What the known
+// mistakes would give is computed in the reference's run only, from every rank's src.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -27,24 +27,10 @@ MPI_Op mpi_op(const std::string& op) {
   return MPI_SUM;
 }
 
-// Rank r's src of `size` elements: element j of block b (blocks of `block` elements) is
-// 10000 r + 1000 b + j, so that a value read in the feedback names its rank and block.
+// A src of `size` elements, random: three decimals in [-1, 1], or integers in [-999, 999] for
+// int32. `turn` names one of several inputs of a test (the speed bonus's).
 template <class T>
-xt::xtensor<T, 1> numbered_src(int r, std::size_t size, std::size_t block) {
-  auto src = xt::xtensor<T, 1>::from_shape({size});
-  for (std::size_t i = 0; i < size; ++i) {
-    const std::size_t b = block == 0 ? 0 : i / block, j = block == 0 ? i : i % block;
-    src(i) = static_cast<T>(10000 * r + 1000 * b + j);
-  }
-  return src;
-}
-
-// Rank r's src of `size` elements, random: three decimals in [-1, 1], or integers in
-// [-999, 999] for int32. `turn` names one of several inputs of a test (the speed bonus's).
-template <class T>
-xt::xtensor<T, 1> random_src(const CheckContext& context, int r, std::size_t size,
-                             const std::string& turn = "") {
-  Rng rng = context.rng("src of rank " + std::to_string(r) + turn);
+xt::xtensor<T, 1> random_src(Rng rng, std::size_t size) {
   auto src = xt::xtensor<T, 1>::from_shape({size});
   for (T& value : src) {
     value = std::is_integral_v<T> ? static_cast<T>(rng.uniform_int(-999, 999))
@@ -53,10 +39,16 @@ xt::xtensor<T, 1> random_src(const CheckContext& context, int r, std::size_t siz
   return src;
 }
 
+// This rank's src, and (in the reference's run) every rank's.
 template <class T>
-std::vector<xt::xtensor<T, 1>> random_srcs(const CheckContext& context, int p, std::size_t size) {
+xt::xtensor<T, 1> own_src(const CheckContext& context, std::size_t size) {
+  return random_src<T>(context.rng("src"), size);
+}
+
+template <class T>
+std::vector<xt::xtensor<T, 1>> every_src(const Judgement& judgement, int p, std::size_t size) {
   std::vector<xt::xtensor<T, 1>> srcs;
-  for (int r = 0; r < p; ++r) srcs.push_back(random_src<T>(context, r, size));
+  for (int r = 0; r < p; ++r) srcs.push_back(random_src<T>(judgement.rng_of(r, "src"), size));
   return srcs;
 }
 
@@ -94,29 +86,6 @@ xt::xtensor<T, 1> concatenated(const std::vector<xt::xtensor<T, 1>>& blocks) {
   return out;
 }
 
-// The student's call, judged by what crossed between ranks: the bytes it sent to other ranks,
-// summed over the ranks (a collective of one's own may share the sending unevenly, a tree say,
-// but not move less in total), and the bytes this rank received from other ranks against
-// `least`, what its result needs from them at the very least. A thread the call leaves running
-// could still change dst, or read the other ranks' inputs built after it: forbidden.
-template <class Call>
-void call_counting_traffic(CheckContext& context, std::uint64_t least, Call&& student_call) {
-  Traffic traffic;
-  const std::size_t threads = running_threads();
-  {
-    StudentCall watched(&traffic);
-    student_call();
-  }
-  if (running_threads() > threads) {
-    context.out.forbidden("a thread left running after the call returned",
-                          "dtk::" + context.test.function);
-  }
-  unsigned long long sent = traffic.sent(), total = 0;
-  MPI_Allreduce(&sent, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, context.world.handle());
-  context.out.moved(total);
-  context.out.received(traffic.received(), least);
-}
-
 // What a rank must receive from the other ranks at least: `elements` of T when there are any.
 template <class T>
 std::uint64_t least_from_others(const CheckContext& context, std::size_t elements) {
@@ -152,22 +121,40 @@ std::set<std::pair<std::size_t, std::size_t>> windows(std::size_t n, std::size_t
   return found;
 }
 
-// Records dst (whole, or as windows "dst[i..j]" of elements i to j - 1) and what the known
-// mistakes would give in its place.
+// The names and windows dst is recorded by: whole, or as windows "dst[i..j]" of elements i to
+// j - 1.
+std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> recorded_windows(
+    std::size_t n, std::size_t p) {
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> named;
+  for (const auto& [begin, end] : windows(n, p)) {
+    const bool whole = begin == 0 && end == n;
+    named.push_back(
+        {whole ? "dst" : "dst[" + std::to_string(begin) + ".." + std::to_string(end) + "]",
+         {begin, end}});
+  }
+  return named;
+}
+
 template <class T>
-void record_result(CheckContext& context, const xt::xtensor<T, 1>& dst,
-                   const std::vector<Wrong<T>>& mistakes) {
-  for (const auto& [begin, end] : windows(dst.size(), context.test.p)) {
-    const bool whole = begin == 0 && end == dst.size();
-    const std::string name =
-        whole ? "dst" : "dst[" + std::to_string(begin) + ".." + std::to_string(end) + "]";
-    auto window = [&](const xt::xtensor<T, 1>& v) {
-      return xt::xtensor<T, 1>(xt::view(v, xt::range(begin, end)));
-    };
-    record_tensor(context.out, name, window(dst));
+xt::xtensor<T, 1> window_of(const xt::xtensor<T, 1>& v, std::pair<std::size_t, std::size_t> w) {
+  return xt::xtensor<T, 1>(xt::view(v, xt::range(w.first, w.second)));
+}
+
+// Records dst as recorded_windows cuts it.
+template <class T>
+void record_result(CheckContext& context, const xt::xtensor<T, 1>& dst) {
+  for (const auto& [name, window] : recorded_windows(dst.size(), context.test.p))
+    record_tensor(context.out, name, window_of(dst, window));
+}
+
+// Records what the known mistakes would give in dst's place, cut the same way.
+template <class T>
+void record_mistakes(Judgement& judgement, const CheckContext& context, std::size_t size,
+                     const std::vector<Wrong<T>>& mistakes) {
+  for (const auto& [name, window] : recorded_windows(size, context.test.p)) {
     for (const Wrong<T>& wrong : mistakes) {
-      if (wrong.dst.size() == dst.size())
-        record_mistake(context.out, name, wrong.mistake, window(wrong.dst));
+      if (wrong.dst.size() == size)
+        judgement.mistake(name, wrong.mistake, window_of(wrong.dst, window));
     }
   }
 }
@@ -181,109 +168,110 @@ void describe(CheckContext& context, const std::string& what) {
 template <class T>
 void allreduce_case(CheckContext& context) {
   const TestCase& test = context.test;
-  const int p = test.p, r = context.world.Get_rank();
+  const int p = test.p, r = context.rank();
   describe(context, std::to_string(test.count) + " elements on every rank, drawn from the seed");
   auto dst = xt::xtensor<T, 1>::from_shape({test.count});
-  {
-    const auto src = random_src<T>(context, r, test.count);
-    // Every element of the result depends on every other rank's.
-    call_counting_traffic(context, least_from_others<T>(context, test.count),
-                          [&] { my_allreduce<T>(src, dst, mpi_op(test.op), context.world); });
-  }
-  const auto srcs = random_srcs<T>(context, p, test.count);
-  std::vector<Wrong<T>> mistakes = {{"this rank's own src (nothing received)", srcs[r]}};
-  if (test.op != "sum")
-    mistakes.push_back({"summing whatever the op (the op ignored)", reduced(srcs, "sum")});
-  record_result(context, dst, mistakes);
+  const auto src = own_src<T>(context, test.count);
+  // Every element of the result depends on every other rank's.
+  context.least_received(least_from_others<T>(context, test.count));
+  context.call([&] { my_allreduce<T>(src, dst, mpi_op(test.op), context.world); });
+  record_result(context, dst);
+  context.judge([&](Judgement& judgement) {
+    const auto srcs = every_src<T>(judgement, p, test.count);
+    std::vector<Wrong<T>> mistakes = {{"this rank's own src (nothing received)", srcs[r]}};
+    if (test.op != "sum")
+      mistakes.push_back({"summing whatever the op (the op ignored)", reduced(srcs, "sum")});
+    record_mistakes(judgement, context, test.count, mistakes);
+  });
 }
 
 template <class T>
 void allgather_case(CheckContext& context) {
   const TestCase& test = context.test;
-  const int p = test.p, r = context.world.Get_rank();
-  describe(context, std::to_string(test.count) +
-                        " elements on every rank; element j of rank r's src is 10000 r + j");
+  const int p = test.p;
+  describe(context, std::to_string(test.count) + " elements on every rank, drawn from the seed");
   auto dst = xt::xtensor<T, 1>::from_shape({p * test.count});
-  {
-    const auto src = numbered_src<T>(r, test.count, 0);
-    // Every other rank's src.
-    call_counting_traffic(context, least_from_others<T>(context, (p - 1) * test.count),
-                          [&] { my_allgather<T>(src, dst, context.world); });
-  }
-  std::vector<xt::xtensor<T, 1>> srcs;
-  for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, test.count, 0));
-  std::vector<Wrong<T>> mistakes;
-  auto rotated = [&](int shift, const std::string& sign) {
-    std::vector<xt::xtensor<T, 1>> blocks;
-    for (int b = 0; b < p; ++b) blocks.push_back(srcs[(b + shift) % p]);
-    mistakes.push_back(
-        {"the blocks rotated by one rank (block b holding rank b " + sign + " 1's src)",
-         concatenated(blocks)});
-  };
-  if (p > 1) rotated(1, "+");
-  if (p > 2) {
-    rotated(p - 1, "-");
-    mistakes.push_back({"the blocks in reverse rank order",
-                        concatenated(std::vector<xt::xtensor<T, 1>>(srcs.rbegin(), srcs.rend()))});
-  }
-  record_result(context, dst, mistakes);
+  const auto src = own_src<T>(context, test.count);
+  // Every other rank's src.
+  context.least_received(least_from_others<T>(context, (p - 1) * test.count));
+  context.call([&] { my_allgather<T>(src, dst, context.world); });
+  record_result(context, dst);
+  context.judge([&](Judgement& judgement) {
+    const auto srcs = every_src<T>(judgement, p, test.count);
+    std::vector<Wrong<T>> mistakes;
+    auto rotated = [&](int shift, const std::string& sign) {
+      std::vector<xt::xtensor<T, 1>> blocks;
+      for (int b = 0; b < p; ++b) blocks.push_back(srcs[(b + shift) % p]);
+      mistakes.push_back(
+          {"the blocks rotated by one rank (block b holding rank b " + sign + " 1's src)",
+           concatenated(blocks)});
+    };
+    if (p > 1) rotated(1, "+");
+    if (p > 2) {
+      rotated(p - 1, "-");
+      mistakes.push_back(
+          {"the blocks in reverse rank order",
+           concatenated(std::vector<xt::xtensor<T, 1>>(srcs.rbegin(), srcs.rend()))});
+    }
+    record_mistakes(judgement, context, dst.size(), mistakes);
+  });
 }
 
 template <class T>
 void reduce_scatter_case(CheckContext& context) {
   const TestCase& test = context.test;
-  const int p = test.p, r = context.world.Get_rank();
+  const int p = test.p, r = context.rank();
   const std::size_t block = test.count;
   describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
                         " elements on every rank, drawn from the seed");
   auto dst = xt::xtensor<T, 1>::from_shape({block});
-  {
-    const auto src = random_src<T>(context, r, p * block);
-    // Every element of its block depends on every other rank's.
-    call_counting_traffic(context, least_from_others<T>(context, block),
-                          [&] { my_reduce_scatter<T>(src, dst, mpi_op(test.op), context.world); });
-  }
-  const auto srcs = random_srcs<T>(context, p, p * block);
-  const auto all = reduced(srcs, test.op);
-  std::vector<Wrong<T>> mistakes;
-  if (test.op != "sum")
-    mistakes.push_back(
-        {"summing whatever the op (the op ignored)", block_of(reduced(srcs, "sum"), r, block)});
-  if (p > 1) {
-    mistakes.push_back({"the reduced block of rank r + 1 (blocks rotated by one)",
-                        block_of(all, (r + 1) % p, block)});
-    mistakes.push_back({"the reduced block of rank r - 1 (blocks rotated by one)",
-                        block_of(all, (r + p - 1) % p, block)});
-  }
-  record_result(context, dst, mistakes);
+  const auto src = own_src<T>(context, p * block);
+  // Every element of its block depends on every other rank's.
+  context.least_received(least_from_others<T>(context, block));
+  context.call([&] { my_reduce_scatter<T>(src, dst, mpi_op(test.op), context.world); });
+  record_result(context, dst);
+  context.judge([&](Judgement& judgement) {
+    const auto srcs = every_src<T>(judgement, p, p * block);
+    const auto all = reduced(srcs, test.op);
+    std::vector<Wrong<T>> mistakes;
+    if (test.op != "sum")
+      mistakes.push_back(
+          {"summing whatever the op (the op ignored)", block_of(reduced(srcs, "sum"), r, block)});
+    if (p > 1) {
+      mistakes.push_back({"the reduced block of rank r + 1 (blocks rotated by one)",
+                          block_of(all, (r + 1) % p, block)});
+      mistakes.push_back({"the reduced block of rank r - 1 (blocks rotated by one)",
+                          block_of(all, (r + p - 1) % p, block)});
+    }
+    record_mistakes(judgement, context, block, mistakes);
+  });
 }
 
 template <class T>
 void alltoall_case(CheckContext& context) {
   const TestCase& test = context.test;
-  const int p = test.p, r = context.world.Get_rank();
+  const int p = test.p, r = context.rank();
   const std::size_t block = test.count;
   describe(context, std::to_string(p) + " blocks of " + std::to_string(block) +
-                        " elements on every rank; element j of block b of rank r's src is "
-                        "10000 r + 1000 b + j");
+                        " elements on every rank, drawn from the seed");
   auto dst = xt::xtensor<T, 1>::from_shape({p * block});
-  {
-    const auto src = numbered_src<T>(r, p * block, block);
-    // Block r of every other rank's src.
-    call_counting_traffic(context, least_from_others<T>(context, (p - 1) * block),
-                          [&] { my_alltoall<T>(src, dst, context.world); });
-  }
-  std::vector<xt::xtensor<T, 1>> srcs;
-  for (int q = 0; q < p; ++q) srcs.push_back(numbered_src<T>(q, p * block, block));
-  std::vector<Wrong<T>> mistakes;
-  if (p > 1) {
-    mistakes.push_back({"this rank's own src (nothing exchanged)", srcs[r]});
-    std::vector<xt::xtensor<T, 1>> rotated;
-    for (int q = 0; q < p; ++q) rotated.push_back(block_of(srcs[q], (r + 1) % p, block));
-    mistakes.push_back(
-        {"block r + 1 of every rank (blocks rotated by one)", concatenated(rotated)});
-  }
-  record_result(context, dst, mistakes);
+  const auto src = own_src<T>(context, p * block);
+  // Block r of every other rank's src.
+  context.least_received(least_from_others<T>(context, (p - 1) * block));
+  context.call([&] { my_alltoall<T>(src, dst, context.world); });
+  record_result(context, dst);
+  context.judge([&](Judgement& judgement) {
+    const auto srcs = every_src<T>(judgement, p, p * block);
+    std::vector<Wrong<T>> mistakes;
+    if (p > 1) {
+      mistakes.push_back({"this rank's own src (nothing exchanged)", srcs[r]});
+      std::vector<xt::xtensor<T, 1>> rotated;
+      for (int q = 0; q < p; ++q) rotated.push_back(block_of(srcs[q], (r + 1) % p, block));
+      mistakes.push_back(
+          {"block r + 1 of every rank (blocks rotated by one)", concatenated(rotated)});
+    }
+    record_mistakes(judgement, context, dst.size(), mistakes);
+  });
 }
 
 // The speed bonus's measurement: the student's function against MPI's own collective on
@@ -300,7 +288,7 @@ template <class Mine, class Mpi>
 void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi&& mpi) {
   const TestCase& test = context.test;
   MPI_Comm comm = context.world.handle();
-  const int r = context.world.Get_rank();
+  const int r = context.rank();
   const ProcessState before = ProcessState::now();
   std::string changed;
   auto slowest = [&](double seconds) {
@@ -309,17 +297,16 @@ void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi
   };
   auto time_mine = [&](const xt::xtensor<float, 1>& src, xt::xtensor<float, 1>& dst) {
     double seconds = 0;
-    run_on_student_thread(
-        [&] {
-          MPI_Barrier(comm);
-          const double start = MPI_Wtime();
-          {
-            StudentCall watched;
-            mine(src, dst);
-          }
-          seconds = MPI_Wtime() - start;
-        },
-        /*sealed=*/true);
+    Traffic traffic;
+    run_student_code([&] {
+      MPI_Barrier(comm);
+      const double start = MPI_Wtime();
+      {
+        StudentCall watched(traffic);
+        mine(src, dst);
+      }
+      seconds = MPI_Wtime() - start;
+    });
     if (changed.empty()) changed = ProcessState::now().changes_since(before);
     return slowest(seconds);
   };
@@ -332,7 +319,7 @@ void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi
   long long wrong = 0;
   std::vector<double> mine_seconds, mpi_seconds;
   for (int turn = -1; turn < test.repetitions; ++turn) {  // turn -1: the warm-up
-    const auto src = random_src<float>(context, r, count, ", timing " + std::to_string(turn));
+    const auto src = random_src<float>(context.rng("src, timing " + std::to_string(turn)), count);
     xt::xtensor<float, 1> dst_mine = xt::xtensor<float, 1>::from_shape({count});
     xt::xtensor<float, 1> dst_mpi = dst_mine;
     dst_mine.fill(std::numeric_limits<float>::quiet_NaN());
@@ -420,27 +407,42 @@ void check_my_alltoall(CheckContext& context) {
 
 }  // namespace
 
+// Each shares the sending among its ranks as it likes: its bytes sent are judged summed.
 DTK_GRADE_CHECK(check_my_allreduce, {"my_allreduce",
                                      CaseKind::buffer,
                                      /*collective=*/true,
                                      /*typed=*/true,
                                      {},
                                      /*reduces=*/true,
-                                     /*timed_against=*/"MPI_Allreduce"});
-DTK_GRADE_CHECK(check_my_allgather,
-                {"my_allgather", CaseKind::buffer, /*collective=*/true, /*typed=*/true, {}});
+                                     /*timed_against=*/"MPI_Allreduce",
+                                     {},
+                                     /*sending_shared=*/true});
+DTK_GRADE_CHECK(check_my_allgather, {"my_allgather",
+                                     CaseKind::buffer,
+                                     /*collective=*/true,
+                                     /*typed=*/true,
+                                     {},
+                                     /*reduces=*/false,
+                                     /*timed_against=*/"",
+                                     {},
+                                     /*sending_shared=*/true});
 DTK_GRADE_CHECK(check_my_reduce_scatter, {"my_reduce_scatter",
                                           CaseKind::buffer,
                                           /*collective=*/true,
                                           /*typed=*/true,
                                           {},
-                                          /*reduces=*/true});
+                                          /*reduces=*/true,
+                                          /*timed_against=*/"",
+                                          {},
+                                          /*sending_shared=*/true});
 DTK_GRADE_CHECK(check_my_alltoall, {"my_alltoall",
                                     CaseKind::buffer,
                                     /*collective=*/true,
                                     /*typed=*/true,
                                     {},
                                     /*reduces=*/false,
-                                    /*timed_against=*/"MPI_Alltoall"});
+                                    /*timed_against=*/"MPI_Alltoall",
+                                    {},
+                                    /*sending_shared=*/true});
 
 }  // namespace dtk::grade

@@ -1,11 +1,13 @@
 // Part 11 (assignment 3): context parallelism, ring attention. cp_positions for every rank of a
-// layout, and the arguments it must refuse; merge_attention on partial results drawn from the
-// seed, at lse of ±1000 and with empty sides; ring attention forward and backward on the test's
-// p ranks, contiguous and zig-zag, with blocks of keys of 1 MB among the cases. Every rank builds
-// the whole sequences from the seed, so that it can record what the known mistakes would give
-// (the causal mask by local index, a merge with equal weights, dk and dv left one rank short of
-// home, ...). The checks lay out positions themselves and compute with the provided attention
-// kernels: a check never calls the student's other functions.
+// layout, and the arguments it must refuse; merge_attention on random partial results, at lse
+// of ±1000 and with empty sides; ring attention forward and backward on the test's p ranks,
+// contiguous and zig-zag, with blocks of keys of 1 MB among the cases. Each rank draws its own
+// rows of q, k, v and dout from its own key (and, for the backward, its out and lse: random out,
+// lse from its own keys, since the forward's would need the others'); the whole sequences exist
+// only in the reference's run, to record what the known mistakes would give (the causal mask by
+// local index, a merge with equal weights, dk and dv left one rank short of home, ...). The
+// checks lay out positions themselves and compute with the provided attention kernels: a check
+// never calls the student's other functions.
 #include <dtk/gpt/attention_kernels.hpp>
 
 #include <algorithm>
@@ -38,14 +40,15 @@ struct Wrong {
   Matrix<T> value;
 };
 
-// 1 when f() throws std::invalid_argument, 0 when it returns, 2 when it throws another type.
+// 1 when the student call f() throws std::invalid_argument, 0 when it returns, 2 when it throws
+// another type.
 template <class F>
-long long refusal(F f) {
+long long refusal(CheckContext& context, F f) {
   try {
-    f();
+    context.call(f);
   } catch (const std::invalid_argument&) {
     return 1;
-  } catch (...) {
+  } catch (const std::exception&) {
     return 2;
   }
   return 0;
@@ -98,7 +101,7 @@ void check_cp_positions(CheckContext& context) {
                            ", " + std::to_string(idx) + ", " + (zigzag ? "true" : "false") + ")";
   if (!valid) {
     context.out.note(call + ": arguments it must refuse");
-    record_refusal(context, call, refusal([&] { cp_positions(seq, cp, idx, zigzag); }));
+    record_refusal(context, call, refusal(context, [&] { cp_positions(seq, cp, idx, zigzag); }));
     return;
   }
   context.out.note(count_of(seq, "position") + " over " + count_of(cp, "rank") + ", " +
@@ -106,20 +109,23 @@ void check_cp_positions(CheckContext& context) {
                    (one_index ? ", rank " + std::to_string(idx) : ", every rank"));
   for (int r = one_index ? idx : 0; r < (one_index ? idx + 1 : cp); ++r) {
     const std::string name = "rank " + std::to_string(r) + "'s positions";
-    record_tensor(context.out, name, as_tensor(cp_positions(seq, cp, r, zigzag)));
-    auto wrong = [&](const std::string& mistake, const std::vector<int>& positions) {
-      record_mistake(context.out, name, mistake, as_tensor(positions));
-    };
-    if (zigzag) {
-      wrong("the two chunks swapped (chunk 2 cp_size - 1 - r before chunk r)",
-            chunks_of(seq, cp, 2 * cp - 1 - r, r));
-      wrong("the ranks mirrored (rank r holding chunks cp_size - 1 - r and cp_size + r)",
-            chunks_of(seq, cp, cp - 1 - r, cp + r));
-      wrong("contiguous slices (the zig-zag ignored)", layout_positions(seq, cp, r, false));
-    } else {
-      wrong("zig-zag chunks where contiguous slices were asked",
-            layout_positions(seq, cp, r, seq % (2 * cp) == 0));
-    }
+    record_tensor(context.out, name,
+                  as_tensor(context.call([&] { return cp_positions(seq, cp, r, zigzag); })));
+    context.judge([&](Judgement& judgement) {
+      auto wrong = [&](const std::string& mistake, const std::vector<int>& positions) {
+        judgement.mistake(name, mistake, as_tensor(positions));
+      };
+      if (zigzag) {
+        wrong("the two chunks swapped (chunk 2 cp_size - 1 - r before chunk r)",
+              chunks_of(seq, cp, 2 * cp - 1 - r, r));
+        wrong("the ranks mirrored (rank r holding chunks cp_size - 1 - r and cp_size + r)",
+              chunks_of(seq, cp, cp - 1 - r, cp + r));
+        wrong("contiguous slices (the zig-zag ignored)", layout_positions(seq, cp, r, false));
+      } else {
+        wrong("zig-zag chunks where contiguous slices were asked",
+              layout_positions(seq, cp, r, seq % (2 * cp) == 0));
+      }
+    });
   }
 }
 
@@ -185,6 +191,10 @@ void fill_lse(Rng& rng, const TestCase& test, Matrix<T>& lse, Matrix<T>& block_l
 }
 
 template <class T>
+void record_merge_mistakes(Judgement& judgement, const Matrix<T>& out, const Matrix<T>& lse,
+                           const Matrix<T>& block_out, const Matrix<T>& block_lse);
+
+template <class T>
 void merge_case(CheckContext& context) {
   const TestCase& test = context.test;
   const auto rows = static_cast<std::size_t>(test.value("rows", 1)),
@@ -200,9 +210,9 @@ void merge_case(CheckContext& context) {
     context.out.note(shapes + ": shapes that do not match");
     Matrix<T> longer = xt::zeros<T>({rows + 1, heads * d}), wider = xt::zeros<T>({rows, heads + 1});
     record_refusal(context, "block_out with one row more than out",
-                   refusal([&] { merge_attention<T>(out, lse, longer, block_lse); }));
+                   refusal(context, [&] { merge_attention<T>(out, lse, longer, block_lse); }));
     record_refusal(context, "block_lse with one column more than lse",
-                   refusal([&] { merge_attention<T>(out, lse, block_out, wider); }));
+                   refusal(context, [&] { merge_attention<T>(out, lse, block_out, wider); }));
     return;
   }
   fill_lse(rng, test, lse, block_lse, out, block_out);
@@ -211,15 +221,23 @@ void merge_case(CheckContext& context) {
                     : test.has_word("empty") ? "drawn from [-4, 4] or -infinity (an empty side)"
                                              : "drawn from [-4, 4]"));
   Matrix<T> merged_out = out, merged_lse = lse;
-  merge_attention<T>(merged_out, merged_lse, block_out, block_lse);
+  context.call([&] { merge_attention<T>(merged_out, merged_lse, block_out, block_lse); });
   record_tensor(context.out, "out", merged_out);
   record_tensor(context.out, "lse", merged_lse);
+  context.judge([&](Judgement& judgement) {
+    record_merge_mistakes(judgement, out, lse, block_out, block_lse);
+  });
+}
 
+// What the known mistakes of a merge give.
+template <class T>
+void record_merge_mistakes(Judgement& judgement, const Matrix<T>& out, const Matrix<T>& lse,
+                           const Matrix<T>& block_out, const Matrix<T>& block_lse) {
   const T minus_infinity = -std::numeric_limits<T>::infinity();
   auto record_wrong = [&](const std::string& mistake, const std::pair<Matrix<T>, Matrix<T>>& wrong,
                           bool with_lse) {
-    record_mistake(context.out, "out", mistake, wrong.first);
-    if (with_lse) record_mistake(context.out, "lse", mistake, wrong.second);
+    judgement.mistake("out", mistake, wrong.first);
+    if (with_lse) judgement.mistake("lse", mistake, wrong.second);
   };
   using Merged = std::optional<Weights<T>>;
   record_wrong(
@@ -256,40 +274,33 @@ void merge_case(CheckContext& context) {
 // Matrices up to this size are recorded whole; larger ones (the 1 MB cases) as a strided sample.
 constexpr std::size_t kRecordedWhole = 4096;
 
-// One ring-attention case: every rank's positions and the whole sequences, drawn from the seed
-// (rows b · length + t hold position t of sequence b).
-template <class T>
+// One ring-attention case: its layout (every rank's positions) and shapes. Rows b · S + s of a
+// rank's matrices hold position positions[s] of sequence b.
 struct RingCase {
-  int p, r, batch, heads, length;
+  int p, r, batch, heads, d, length;
   bool zigzag;
   std::vector<std::vector<int>> positions;  // every rank's
-  Matrix<T> q, k, v, dout;
-  std::size_t rows, width;                 // of one rank's matrices
-  std::size_t row_step = 1, col_step = 1;  // of the recorded sample
+  std::size_t rows, width;                  // of one rank's matrices
+  std::size_t row_step = 1, col_step = 1;   // of the recorded sample
 
   bool large() const { return row_step > 1 || col_step > 1; }
+  const std::vector<int>& mine() const { return positions[r]; }
 };
 
-template <class T>
-RingCase<T> ring_case(CheckContext& context) {
+RingCase ring_case(CheckContext& context) {
   const TestCase& test = context.test;
-  RingCase<T> c;
+  RingCase c;
   c.p = context.world.Get_size();
-  c.r = context.world.Get_rank();
+  c.r = context.rank();
   c.batch = static_cast<int>(test.value("batch", 1));
   c.heads = static_cast<int>(test.value("heads", 1));
-  const int d = static_cast<int>(test.value("d", 1)), s = static_cast<int>(test.value("s", 1));
+  c.d = static_cast<int>(test.value("d", 1));
+  const int s = static_cast<int>(test.value("s", 1));
   c.length = c.p * s;
   c.zigzag = test.has_word("zigzag");
   for (int q = 0; q < c.p; ++q) c.positions.push_back(layout_positions(c.length, c.p, q, c.zigzag));
   c.rows = std::size_t(c.batch) * s;
-  c.width = std::size_t(c.heads) * d;
-  const std::size_t whole_rows = std::size_t(c.batch) * c.length;
-  Rng rng = context.rng("q, k, v, dout");
-  c.q = random_matrix<T>(rng, whole_rows, c.width) * T(2);
-  c.k = random_matrix<T>(rng, whole_rows, c.width) * T(2);
-  c.v = random_matrix<T>(rng, whole_rows, c.width);
-  c.dout = random_matrix<T>(rng, whole_rows, c.width);
+  c.width = std::size_t(c.heads) * c.d;
   if (c.rows * c.width > kRecordedWhole) {
     c.row_step = (c.rows + 7) / 8;
     c.col_step = (c.width + 63) / 64;
@@ -297,60 +308,94 @@ RingCase<T> ring_case(CheckContext& context) {
   context.out.note(
       count_of(c.p, "rank") + ", " + test.type + ", " + count_of(c.batch, "sequence") + " of " +
       count_of(c.length, "position") + ", " + count_of(c.heads, "head") + " of " +
-      count_of(d, "column") + "; " +
+      count_of(c.d, "column") + "; " +
       (c.zigzag ? "zig-zag: rank r holds chunks r and 2p - 1 - r of " + std::to_string(2 * c.p) +
                       " chunks of " + count_of(s / 2, "position")
                 : "contiguous: rank r holds positions [" + std::to_string(s) + " r, " +
                       std::to_string(s) + " (r + 1))") +
       "; q, k, v and dout drawn from the seed" +
-      (c.large() ? "; keys of " + std::to_string(c.rows * c.width * sizeof(T)) + " bytes per rank"
-                 : ""));
+      (c.large()
+           ? "; keys of " + std::to_string(c.rows * c.width * (test.type == "float" ? 4 : 8)) +
+                 " bytes per rank"
+           : ""));
   return c;
 }
 
-// The rows of `whole` at `positions`, as a rank holding them lays them out: row b · S + s is
-// position positions[s] of sequence b.
+// One rank's inputs: the rows of q, k, v and dout at its positions, and for the backward the
+// out and lse it is given. The forward's out and lse would need every rank's keys, which a
+// rank must not hold: out is drawn, and lse is the log-sum-exp of the scores over the rank's
+// own visible keys, plus log p (the order of the whole row's). The backward of the kernels is
+// exact for any out and lse, so the ring's result is still one number.
 template <class T>
-Matrix<T> rows_at(const RingCase<T>& c, const Matrix<T>& whole, const std::vector<int>& positions) {
-  const std::size_t S = positions.size();
-  Matrix<T> local({std::size_t(c.batch) * S, c.width});
-  for (int b = 0; b < c.batch; ++b) {
-    for (std::size_t s = 0; s < S; ++s) {
-      xt::row(local, b * S + s) = xt::row(whole, std::size_t(b) * c.length + positions[s]);
-    }
-  }
-  return local;
+struct RankInputs {
+  Matrix<T> q, k, v, dout, out, lse;
+};
+
+template <class T>
+RankInputs<T> inputs_of(const RingCase& c, Rng rng, const std::vector<int>& positions) {
+  RankInputs<T> in;
+  in.q = random_matrix<T>(rng, c.rows, c.width) * T(2);
+  in.k = random_matrix<T>(rng, c.rows, c.width) * T(2);
+  in.v = random_matrix<T>(rng, c.rows, c.width);
+  in.dout = random_matrix<T>(rng, c.rows, c.width);
+  in.out = random_matrix<T>(rng, c.rows, c.width);
+  in.lse = attention_block_forward(in.q, in.k, in.v, positions, positions, c.batch, c.heads).lse +
+           static_cast<T>(std::log(static_cast<double>(c.p)));
+  return in;
 }
 
-// Every rank's positions one after another, and every rank's block in the same order, as one
-// kernel call sees all of them: for each sequence b, rank 0's rows, then rank 1's, ...
 template <class T>
-std::vector<int> all_positions(const RingCase<T>& c) {
+RankInputs<T> own_inputs(const CheckContext& context, const RingCase& c) {
+  return inputs_of<T>(c, context.rng("q, k, v, dout, out"), c.mine());
+}
+
+// Every rank's inputs, in the reference's run.
+template <class T>
+std::vector<RankInputs<T>> every_input(const Judgement& judgement, const RingCase& c) {
+  std::vector<RankInputs<T>> all;
+  for (int q = 0; q < c.p; ++q)
+    all.push_back(inputs_of<T>(c, judgement.rng_of(q, "q, k, v, dout, out"), c.positions[q]));
+  return all;
+}
+
+// Every rank's positions one after another: for each sequence the blocks as one kernel call
+// sees all of them, rank 0's rows, then rank 1's, ...
+std::vector<int> all_positions(const RingCase& c) {
   std::vector<int> order;
   for (const auto& positions : c.positions)
     order.insert(order.end(), positions.begin(), positions.end());
   return order;
 }
 
+// Every rank's block of one matrix (`which` of each rank's inputs), in all_positions' order.
 template <class T>
-Matrix<T> all_blocks(const RingCase<T>& c, const Matrix<T>& whole) {
-  return rows_at(c, whole, all_positions(c));
+Matrix<T> all_blocks(const RingCase& c, const std::vector<RankInputs<T>>& all,
+                     Matrix<T> RankInputs<T>::*which) {
+  const std::size_t S = c.mine().size();
+  Matrix<T> joined({std::size_t(c.batch) * c.p * S, c.width});
+  for (int b = 0; b < c.batch; ++b) {
+    for (int j = 0; j < c.p; ++j) {
+      xt::view(joined,
+               xt::range((std::size_t(b) * c.p + j) * S, (std::size_t(b) * c.p + j + 1) * S)) =
+          xt::view(all[j].*which, xt::range(b * S, (b + 1) * S));
+    }
+  }
+  return joined;
 }
 
 // 0, 1, ..., S - 1 for every block: the positions of the mistake that masks by local index.
-template <class T>
-std::vector<int> local_indices(const RingCase<T>& c, int blocks) {
+std::vector<int> local_indices(const RingCase& c, int blocks) {
   std::vector<int> indices;
   for (int j = 0; j < blocks; ++j) {
-    for (std::size_t s = 0; s < c.positions[0].size(); ++s) indices.push_back(static_cast<int>(s));
+    for (std::size_t s = 0; s < c.mine().size(); ++s) indices.push_back(static_cast<int>(s));
   }
   return indices;
 }
 
 // Block j's rows of a matrix laid out as all_blocks lays them out.
 template <class T>
-Matrix<T> block_rows(const RingCase<T>& c, const Matrix<T>& all, int j) {
-  const std::size_t S = c.positions[0].size();
+Matrix<T> block_rows(const RingCase& c, const Matrix<T>& all, int j) {
+  const std::size_t S = c.mine().size();
   Matrix<T> block({std::size_t(c.batch) * S, c.width});
   for (int b = 0; b < c.batch; ++b) {
     xt::view(block, xt::range(b * S, (b + 1) * S)) = xt::view(
@@ -359,22 +404,32 @@ Matrix<T> block_rows(const RingCase<T>& c, const Matrix<T>& all, int j) {
   return block;
 }
 
-// Records `value` (whole, or the case's strided sample of the 1 MB cases) and what the known
-// mistakes would give in its place.
+// A matrix whole, or the case's strided sample of it (the 1 MB cases), and its name.
 template <class T>
-void record_result(CheckContext& context, const RingCase<T>& c, std::string name,
-                   const Matrix<T>& value, const std::vector<Wrong<T>>& mistakes) {
-  auto sample = [&](const Matrix<T>& m) {
-    return Matrix<T>(
-        xt::view(m, xt::range(0, m.shape(0), c.row_step), xt::range(0, m.shape(1), c.col_step)));
-  };
+Matrix<T> sample(const RingCase& c, const Matrix<T>& m) {
+  return Matrix<T>(
+      xt::view(m, xt::range(0, m.shape(0), c.row_step), xt::range(0, m.shape(1), c.col_step)));
+}
+
+std::string sample_name(const RingCase& c, std::string name) {
   if (c.large()) {
     name += ", rows 0, " + std::to_string(c.row_step) + ", ... and columns 0, " +
             std::to_string(c.col_step) + ", ... (a sample)";
   }
-  record_tensor(context.out, name, sample(value));
+  return name;
+}
+
+template <class T>
+void record_result(CheckContext& context, const RingCase& c, const std::string& name,
+                   const Matrix<T>& value) {
+  record_tensor(context.out, sample_name(c, name), sample(c, value));
+}
+
+template <class T>
+void record_mistakes(Judgement& judgement, const RingCase& c, const std::string& name,
+                     const std::vector<Wrong<T>>& mistakes) {
   for (const Wrong<T>& wrong : mistakes)
-    record_mistake(context.out, name, wrong.mistake, sample(wrong.value));
+    judgement.mistake(sample_name(c, name), wrong.mistake, sample(c, wrong.value));
 }
 
 const char* const kLocalMask =
@@ -383,61 +438,69 @@ const char* const kLocalMask =
 const char* const kOwnBlockOnly = "this rank's own block only (nothing sent round the ring)";
 
 template <class T>
-void forward_case(CheckContext& context) {
-  const RingCase<T> c = ring_case<T>(context);
-  const std::vector<int>& mine = c.positions[c.r];
-  const Matrix<T> q = rows_at(c, c.q, mine), k = rows_at(c, c.k, mine), v = rows_at(c, c.v, mine);
-  const AttentionOutput<T> result = moved_through(context, context.world, [&] {
-    return ring_attention_forward<T>(q, k, v, mine, c.batch, c.heads, context.world);
-  });
+void record_forward_mistakes(Judgement& judgement, const RingCase& c) {
+  const std::vector<RankInputs<T>> all = every_input<T>(judgement, c);
+  const RankInputs<T>& in = all[c.r];
+  const std::vector<int>& mine = c.mine();
   std::vector<Wrong<T>> out_mistakes, lse_mistakes;
   auto wrong = [&](const std::string& mistake, const AttentionOutput<T>& value) {
     out_mistakes.push_back({mistake, value.out});
     lse_mistakes.push_back({mistake, value.lse});
   };
-  if (!c.large()) {
-    const Matrix<T> keys = all_blocks(c, c.k), values = all_blocks(c, c.v);
-    wrong(kLocalMask, attention_block_forward(q, keys, values, local_indices(c, 1),
-                                              local_indices(c, c.p), c.batch, c.heads));
-    wrong("no causal mask (every key seen)",
-          attention_block_forward(q, keys, values, std::vector<int>(mine.size(), c.length),
-                                  all_positions(c), c.batch, c.heads));
-    wrong(kOwnBlockOnly, attention_block_forward(q, k, v, mine, mine, c.batch, c.heads));
-    // Merged two at a time with equal weights, in the ring's order (blocks r, r - 1, ...).
-    AttentionOutput<T> averaged = attention_block_forward(q, k, v, mine, mine, c.batch, c.heads);
-    for (int step = 1; step < c.p; ++step) {
-      const int j = (c.r - step + c.p) % c.p;
-      const AttentionOutput<T> partial = attention_block_forward(
-          q, rows_at(c, c.k, c.positions[j]), rows_at(c, c.v, c.positions[j]), mine, c.positions[j],
-          c.batch, c.heads);
-      averaged.out = (averaged.out + partial.out) / T(2);
-    }
-    out_mistakes.push_back(
-        {"the blocks merged with equal weights (a merge_attention weighted by count, not by "
-         "e^lse)",
-         averaged.out});
+  const Matrix<T> keys = all_blocks(c, all, &RankInputs<T>::k),
+                  values = all_blocks(c, all, &RankInputs<T>::v);
+  wrong(kLocalMask, attention_block_forward(in.q, keys, values, local_indices(c, 1),
+                                            local_indices(c, c.p), c.batch, c.heads));
+  wrong("no causal mask (every key seen)",
+        attention_block_forward(in.q, keys, values, std::vector<int>(mine.size(), c.length),
+                                all_positions(c), c.batch, c.heads));
+  wrong(kOwnBlockOnly, attention_block_forward(in.q, in.k, in.v, mine, mine, c.batch, c.heads));
+  // Merged two at a time with equal weights, in the ring's order (blocks r, r - 1, ...).
+  AttentionOutput<T> averaged =
+      attention_block_forward(in.q, in.k, in.v, mine, mine, c.batch, c.heads);
+  for (int step = 1; step < c.p; ++step) {
+    const int j = (c.r - step + c.p) % c.p;
+    const AttentionOutput<T> partial =
+        attention_block_forward(in.q, all[j].k, all[j].v, mine, c.positions[j], c.batch, c.heads);
+    averaged.out = (averaged.out + partial.out) / T(2);
   }
-  record_result(context, c, "out", result.out, out_mistakes);
-  record_result(context, c, "lse", result.lse, lse_mistakes);
+  out_mistakes.push_back(
+      {"the blocks merged with equal weights (a merge_attention weighted by count, not by "
+       "e^lse)",
+       averaged.out});
+  record_mistakes(judgement, c, "out", out_mistakes);
+  record_mistakes(judgement, c, "lse", lse_mistakes);
+}
+
+template <class T>
+void forward_case(CheckContext& context) {
+  const RingCase c = ring_case(context);
+  const RankInputs<T> in = own_inputs<T>(context, c);
+  const AttentionOutput<T> result = context.call([&] {
+    return ring_attention_forward<T>(in.q, in.k, in.v, c.mine(), c.batch, c.heads, context.world);
+  });
+  record_result(context, c, "out", result.out);
+  record_result(context, c, "lse", result.lse);
+  if (!c.large())
+    context.judge([&](Judgement& judgement) { record_forward_mistakes<T>(judgement, c); });
 }
 
 // What every rank's queries give the keys of every block, through the provided backward with
-// the given key positions (all_positions for the right answer): dq of this rank's queries, and
-// the dk and dv of every block, summed over all queries, in all_blocks' layout.
+// each rank's out and lse and the given positions (all_positions and each rank's own for the
+// right answer): dq of this rank's queries, and the dk and dv of every block, summed over all
+// queries, in all_blocks' layout.
 template <class T>
-AttentionGrads<T> every_share(const RingCase<T>& c,
+AttentionGrads<T> every_share(const RingCase& c, const std::vector<RankInputs<T>>& all,
                               const std::vector<std::vector<int>>& q_positions,
                               const std::vector<int>& k_positions) {
-  const Matrix<T> keys = all_blocks(c, c.k), values = all_blocks(c, c.v);
+  const Matrix<T> keys = all_blocks(c, all, &RankInputs<T>::k),
+                  values = all_blocks(c, all, &RankInputs<T>::v);
   AttentionGrads<T> total{{}, xt::zeros<T>(keys.shape()), xt::zeros<T>(keys.shape())};
   for (int owner = 0; owner < c.p; ++owner) {
-    const std::vector<int>& positions = c.positions[owner];
-    const Matrix<T> q = rows_at(c, c.q, positions);
-    const AttentionOutput<T> forward =
-        attention_block_forward(q, keys, values, positions, all_positions(c), c.batch, c.heads);
-    const AttentionGrads<T> share = attention_block_backward(
-        q, keys, values, forward.out, forward.lse, rows_at(c, c.dout, positions),
-        q_positions[owner], k_positions, c.batch, c.heads);
+    const RankInputs<T>& in = all[owner];
+    const AttentionGrads<T> share =
+        attention_block_backward(in.q, keys, values, in.out, in.lse, in.dout, q_positions[owner],
+                                 k_positions, c.batch, c.heads);
     if (owner == c.r) total.dq = share.dq;
     total.dk += share.dk;
     total.dv += share.dv;
@@ -446,46 +509,50 @@ AttentionGrads<T> every_share(const RingCase<T>& c,
 }
 
 template <class T>
-void backward_case(CheckContext& context) {
-  const RingCase<T> c = ring_case<T>(context);
-  const std::vector<int>& mine = c.positions[c.r];
-  const Matrix<T> q = rows_at(c, c.q, mine), k = rows_at(c, c.k, mine), v = rows_at(c, c.v, mine),
-                  dout = rows_at(c, c.dout, mine);
-  // out and lse over all keys, as the forward gives them (the provided kernel, on one rank).
-  const AttentionOutput<T> forward = attention_block_forward(
-      q, all_blocks(c, c.k), all_blocks(c, c.v), mine, all_positions(c), c.batch, c.heads);
-  const AttentionGrads<T> grads = moved_through(context, context.world, [&] {
-    return ring_attention_backward<T>(q, k, v, forward.out, forward.lse, dout, mine, c.batch,
-                                      c.heads, context.world);
-  });
+void record_backward_mistakes(Judgement& judgement, const RingCase& c) {
+  const std::vector<RankInputs<T>> all = every_input<T>(judgement, c);
+  const RankInputs<T>& in = all[c.r];
   std::vector<Wrong<T>> dq_mistakes, dk_mistakes, dv_mistakes;
   auto wrong = [&](const std::string& mistake, const AttentionGrads<T>& value) {
     dq_mistakes.push_back({mistake, value.dq});
     dk_mistakes.push_back({mistake, value.dk});
     dv_mistakes.push_back({mistake, value.dv});
   };
-  if (!c.large()) {
-    const AttentionGrads<T> right = every_share(c, c.positions, all_positions(c));
-    auto owned_by = [&](int j) {
-      return AttentionGrads<T>{right.dq, block_rows(c, right.dk, j), block_rows(c, right.dv, j)};
-    };
-    if (c.p > 1) {
-      wrong("dk and dv of rank r + 1's block (their last hop home left out)",
-            owned_by((c.r + 1) % c.p));
-    }
-    if (c.p > 2) {
-      wrong("dk and dv of rank r - 1's block (left one hop short, around the other way)",
-            owned_by((c.r + c.p - 1) % c.p));
-    }
-    const std::vector<std::vector<int>> local_queries(c.p, local_indices(c, 1));
-    const AttentionGrads<T> local = every_share(c, local_queries, local_indices(c, c.p));
-    wrong(kLocalMask, {local.dq, block_rows(c, local.dk, c.r), block_rows(c, local.dv, c.r)});
-    wrong(kOwnBlockOnly, attention_block_backward(q, k, v, forward.out, forward.lse, dout, mine,
-                                                  mine, c.batch, c.heads));
+  const AttentionGrads<T> right = every_share(c, all, c.positions, all_positions(c));
+  auto owned_by = [&](int j) {
+    return AttentionGrads<T>{right.dq, block_rows(c, right.dk, j), block_rows(c, right.dv, j)};
+  };
+  if (c.p > 1) {
+    wrong("dk and dv of rank r + 1's block (their last hop home left out)",
+          owned_by((c.r + 1) % c.p));
   }
-  record_result(context, c, "dq", grads.dq, dq_mistakes);
-  record_result(context, c, "dk", grads.dk, dk_mistakes);
-  record_result(context, c, "dv", grads.dv, dv_mistakes);
+  if (c.p > 2) {
+    wrong("dk and dv of rank r - 1's block (left one hop short, around the other way)",
+          owned_by((c.r + c.p - 1) % c.p));
+  }
+  const std::vector<std::vector<int>> local_queries(c.p, local_indices(c, 1));
+  const AttentionGrads<T> local = every_share(c, all, local_queries, local_indices(c, c.p));
+  wrong(kLocalMask, {local.dq, block_rows(c, local.dk, c.r), block_rows(c, local.dv, c.r)});
+  wrong(kOwnBlockOnly, attention_block_backward(in.q, in.k, in.v, in.out, in.lse, in.dout, c.mine(),
+                                                c.mine(), c.batch, c.heads));
+  record_mistakes(judgement, c, "dq", dq_mistakes);
+  record_mistakes(judgement, c, "dk", dk_mistakes);
+  record_mistakes(judgement, c, "dv", dv_mistakes);
+}
+
+template <class T>
+void backward_case(CheckContext& context) {
+  const RingCase c = ring_case(context);
+  const RankInputs<T> in = own_inputs<T>(context, c);
+  const AttentionGrads<T> grads = context.call([&] {
+    return ring_attention_backward<T>(in.q, in.k, in.v, in.out, in.lse, in.dout, c.mine(), c.batch,
+                                      c.heads, context.world);
+  });
+  record_result(context, c, "dq", grads.dq);
+  record_result(context, c, "dk", grads.dk);
+  record_result(context, c, "dv", grads.dv);
+  if (!c.large())
+    context.judge([&](Judgement& judgement) { record_backward_mistakes<T>(judgement, c); });
 }
 
 void check_merge_attention(CheckContext& context) {

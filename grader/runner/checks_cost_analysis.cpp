@@ -105,10 +105,10 @@ void check_broken_config(CheckContext& context) {
   const std::string path = broken_config_path(context);
   int outcome = 0;
   try {
-    model_training_cost_analysis(path);
+    context.call([&] { model_training_cost_analysis(path); });
   } catch (const std::runtime_error&) {
     outcome = 1;
-  } catch (...) {
+  } catch (const std::exception&) {
     outcome = 2;
   }
   context.out.part("broken configs: std::runtime_error");
@@ -129,7 +129,8 @@ void check_model_training_cost_analysis(CheckContext& context) {
     check_broken_config(context);
     return;
   }
-  const TrainingCost cost = model_training_cost_analysis(config_path(context));
+  const std::string path = config_path(context);
+  const TrainingCost cost = context.call([&] { return model_training_cost_analysis(path); });
   context.out.part("number of parameters");
   context.out.integer("num_parameters", cost.num_parameters);
   context.out.part("TFLOPs");
@@ -147,7 +148,7 @@ void check_get_optimal_N_D(CheckContext& context) {
     budget = std::stod(context.test.arg);
   }
   context.out.note("training budget C = " + budget_text(budget) + " FLOPs");
-  const OptimalND optimum = get_optimal_N_D(budget);
+  const OptimalND optimum = context.call([&] { return get_optimal_N_D(budget); });
   context.out.part("optimal N");
   context.out.real("N", optimum.N);
   context.out.part("optimal D");

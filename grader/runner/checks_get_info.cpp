@@ -26,7 +26,7 @@ struct KnownOrders {
 
 void record_communicator(CheckContext& context, const std::string& name, Communicator& comm,
                          const KnownOrders& orders) {
-  const int world_rank = context.world.Get_rank();
+  const int world_rank = context.rank();
   const std::size_t size = comm.Get_size();
   context.out.integer(name + ".Get_size()", static_cast<long long>(size));
   context.out.integer(name + ".Get_rank()", comm.Get_rank());
@@ -35,15 +35,15 @@ void record_communicator(CheckContext& context, const std::string& name, Communi
   comm.Allgather(mine, members);
   const std::string order = name + ": world ranks in communicator order";
   record_tensor(context.out, order, members);
-  Ranks reversed = orders.right;
-  std::reverse(reversed.begin(), reversed.end());
-  record_mistake(context.out, order, "the right members in reverse order (Split key reversed)",
-                 reversed);
-  record_mistake(context.out, order, "the members of the other communicator (colors swapped)",
-                 orders.other_group);
-  record_mistake(context.out, order,
-                 "a dp-major layout (mp_idx = rank / dp_size, dp_idx = rank % dp_size)",
-                 orders.dp_major);
+  context.judge([&](Judgement& judgement) {
+    Ranks reversed = orders.right;
+    std::reverse(reversed.begin(), reversed.end());
+    judgement.mistake(order, "the right members in reverse order (Split key reversed)", reversed);
+    judgement.mistake(order, "the members of the other communicator (colors swapped)",
+                      orders.other_group);
+    judgement.mistake(order, "a dp-major layout (mp_idx = rank / dp_size, dp_idx = rank % dp_size)",
+                      orders.dp_major);
+  });
   xt::xtensor<std::int64_t, 1> one = {world_rank + 1}, sum = {0};
   comm.Allreduce(one, sum, MPI_SUM);
   context.out.integer(name + ": Allreduce sum of (world rank + 1)", sum(0));
@@ -51,7 +51,7 @@ void record_communicator(CheckContext& context, const std::string& name, Communi
 
 void check_get_info(CheckContext& context) {
   const int mp = context.test.mp, dp = context.test.dp;
-  const int rank = context.world.Get_rank(), mp_idx = rank % mp, dp_idx = rank / mp;
+  const int rank = context.rank(), mp_idx = rank % mp, dp_idx = rank / mp;
   const KnownOrders mp_members{ranks(mp, [&](int k) { return dp_idx * mp + k; }),
                                ranks(dp, [&](int k) { return k * mp + mp_idx; }),
                                ranks(mp, [&](int k) { return k * dp + rank % dp; })};
@@ -70,8 +70,10 @@ void check_get_info(CheckContext& context) {
     const int in_dim = (variant.is_fc1 ? 5 : 3) * mp, out_dim = (variant.is_fc1 ? 3 : 5) * mp;
     const std::string layer = std::string(variant.name) + " (" + std::to_string(in_dim) + " -> " +
                               std::to_string(out_dim) + ")";
-    ParallelInfo info = get_info(context.world, rank, mp, dp, variant.is_fc1,
-                                 variant.is_megatron_mp, in_dim, out_dim);
+    ParallelInfo info = context.call([&] {
+      return get_info(context.world, rank, mp, dp, variant.is_fc1, variant.is_megatron_mp, in_dim,
+                      out_dim);
+    });
     context.out.part("mp_idx and dp_idx");
     context.out.integer(layer + ": mp_idx", info.mp_idx);
     context.out.integer(layer + ": dp_idx", info.dp_idx);

@@ -2,13 +2,15 @@
 // optimal partition is right), the clock and 1F1B exactly, GPipe by the rules of its order, the
 // grid like get_info, and the executor by driving a test stage of the grader's own through it on
 // p ranks: every call's order, and every activation and gradient it is handed (of a shape that
-// differs at every stage boundary), against the serial step.
+// differs at every stage boundary), recorded for the grader to compare with what the reference's
+// stages were handed (the serial step's). No stage knows what it should be handed.
 #include <algorithm>
 #include <numeric>
 
 #include <xtensor/xview.hpp>
 
 #include "check_context.hpp"
+#include "keys.hpp"
 
 namespace dtk::grade {
 
@@ -54,7 +56,7 @@ void check_partition_layers(CheckContext& context) {
   const int p = context.test.p, n = static_cast<int>(costs.size());
   context.out.note(std::to_string(n) + " layers of costs {" + listed(costs) + "} into " +
                    stages_text(p));
-  const std::vector<int> b = partition_layers(costs, p);
+  const std::vector<int> b = context.call([&] { return partition_layers(costs, p); });
   // Valid: p + 1 boundaries from 0 to n, increasing (every stage holds a layer). The count of
   // empty or backward stages makes the usual mistake plain in the feedback.
   const bool framed = static_cast<int>(b.size()) == p + 1 && b.front() == 0 && b.back() == n;
@@ -80,7 +82,7 @@ void check_partition_layers(CheckContext& context) {
 void check_gpipe_clock_cycles(CheckContext& context) {
   const int m = context.test.m, p = context.test.p;
   context.out.note(std::to_string(m) + " micro-batches on " + stages_text(p));
-  const auto ticks = gpipe_clock_cycles(m, p);
+  const auto ticks = context.call([&] { return gpipe_clock_cycles(m, p); });
   context.out.integer("ticks", static_cast<long long>(ticks.size()));
   for (std::size_t k = 0; k < ticks.size(); ++k) {
     xt::xtensor<std::int32_t, 2> pairs({ticks[k].size(), 2});
@@ -105,9 +107,9 @@ void record_steps(RecordWriter& out, const std::string& name, const std::vector<
   out.tensor(name, "step", {steps.size()}, step_codes(steps));
 }
 
-void record_steps_mistake(RecordWriter& out, const std::string& name, const std::string& mistake,
+void record_steps_mistake(Judgement& judgement, const std::string& name, const std::string& mistake,
                           const std::vector<PipeStep>& steps) {
-  out.mistake(name, mistake, "step", {steps.size()}, step_codes(steps));
+  judgement.mistake(name, mistake, "step", {steps.size()}, step_codes(steps));
 }
 
 // The schedules the executor is given (the grader's own, so that a wrong 8.3 costs 8.3 only),
@@ -142,12 +144,14 @@ void check_one_f_one_b_schedule(CheckContext& context) {
                    "; F3 is the forward of micro-batch 3, B3 its backward");
   for (int s = 0; s < p; ++s) {
     const std::string name = "stage " + std::to_string(s);
-    record_steps(context.out, name, one_f_one_b_schedule(s, p, m));
-    record_steps_mistake(context.out, name,
-                         "a warm-up one forward too long (min(p - s, m) forwards instead of "
-                         "min(p - s - 1, m))",
-                         one_f_one_b_order(m, std::min(p - s, m)));
-    record_steps_mistake(context.out, name, "GPipe's order (every forward first)", gpipe_order(m));
+    record_steps(context.out, name, context.call([&] { return one_f_one_b_schedule(s, p, m); }));
+    context.judge([&](Judgement& judgement) {
+      record_steps_mistake(judgement, name,
+                           "a warm-up one forward too long (min(p - s, m) forwards instead of "
+                           "min(p - s - 1, m))",
+                           one_f_one_b_order(m, std::min(p - s, m)));
+      record_steps_mistake(judgement, name, "GPipe's order (every forward first)", gpipe_order(m));
+    });
   }
 }
 
@@ -175,20 +179,22 @@ void check_gpipe_schedule(CheckContext& context) {
   context.out.note(std::to_string(m) + " micro-batches on " + stages_text(p) +
                    ": each forward once, then each backward once, in micro-batch order");
   for (int s = 0; s < p; ++s) {
-    context.out.integer("stage " + std::to_string(s) + ": a valid GPipe order (1 = yes)",
-                        gpipe_valid(gpipe_schedule(s, p, m), m) ? 1 : 0);
+    context.out.integer(
+        "stage " + std::to_string(s) + ": a valid GPipe order (1 = yes)",
+        gpipe_valid(context.call([&] { return gpipe_schedule(s, p, m); }), m) ? 1 : 0);
   }
 }
 
 // The (mp, dp, pp) grid, with Megatron-LM's order: model-parallel fastest, pipeline slowest.
 void check_get_pipeline_info(CheckContext& context) {
   const int mp = context.test.mp, dp = context.test.dp, pp = context.test.pp;
-  const int rank = context.world.Get_rank();
+  const int rank = context.rank();
   context.out.note(
       "mp=" + std::to_string(mp) + " dp=" + std::to_string(dp) + " pp=" + std::to_string(pp) +
       " on " + std::to_string(mp * dp * pp) +
       " ranks; mp_idx = rank % mp, dp_idx = (rank / mp) % dp, pp_idx = rank / (mp dp)");
-  PipelineInfo info = get_pipeline_info(context.world, rank, mp, dp, pp);
+  PipelineInfo info =
+      context.call([&] { return get_pipeline_info(context.world, rank, mp, dp, pp); });
   // Members as world ranks, in the communicator's order, gathered with the grader's own MPI.
   auto members = [&](const Communicator& comm) {
     const int size = comm.Get_size();
@@ -208,40 +214,52 @@ void check_get_pipeline_info(CheckContext& context) {
 
 // --- 8.5: the executor ------------------------------------------------------------------------
 
+// Tensors up to this size are recorded whole; larger ones (the 1 MB cases) by their shape, a
+// hash of every value and the first row's first values.
+constexpr std::size_t kRecordedWhole = 256;
+
 // The grader's stage s of p. The activation entering stage s of micro-batch mb is (rows +
 // mb % 2, width + s): its shape differs at every boundary and between neighbouring
 // micro-batches, so a buffer sized by the wrong shape (a gradient received into input_shape,
-// micro-batch 0's shape reused) fails. Values are tagged so that a misplaced tensor names its
-// origin: forward multiplies by w_s = 1 + s/8, adds s and appends a column of s; backward drops
-// the gradient's last column and multiplies by w_s. Inputs of micro-batch mb: 1000 mb + (i % 97).
-// The last stage's loss gradient is its output. It records what it is asked to do and what it
-// is handed, and checks every tensor against the serial step.
+// micro-batch 0's shape reused) fails. Forward multiplies by w_s = 1 + s/8, adds s and appends
+// a column of s; backward drops the gradient's last column and multiplies by w_s. The first
+// stage's micro-batches are drawn from its key; the last stage's loss gradient is its output.
+// It records what it is asked to do and what it is handed.
 template <class T>
 class GraderStage : public PipelineStage<T> {
  public:
-  GraderStage(int stage, int stages, int microbatches, std::size_t rows, std::size_t width)
-      : s_(stage), p_(stages), rows_(rows), width_(width), outputs_(microbatches) {}
+  GraderStage(Rng rng, int stage, int stages, int microbatches, std::size_t rows, std::size_t width)
+      : s_(stage), p_(stages), rows_(rows), width_(width), outputs_(microbatches) {
+    if (s_ != 0) return;
+    for (int mb = 0; mb < microbatches; ++mb) {
+      const auto [r, c] = shape(mb, 0);
+      inputs_.push_back(random_matrix<T>(rng, r, c));
+    }
+  }
 
   bool is_first() const override { return s_ == 0; }
   bool is_last() const override { return s_ == p_ - 1; }
   std::array<std::size_t, 2> input_shape(int mb) const override { return shape(mb, s_); }
   std::array<std::size_t, 2> output_shape(int mb) const override { return shape(mb, s_ + 1); }
-  xt::xtensor<T, 2> input_microbatch(int mb) const override { return serial_input(mb, 0); }
+  xt::xtensor<T, 2> input_microbatch(int mb) const override {
+    if (s_ != 0) throw std::logic_error("input_microbatch is the first stage's only");
+    return inputs_.at(mb);
+  }
   xt::xtensor<T, 2> forward(int mb, const xt::xtensor<T, 2>& input) override {
     calls.push_back({PipeOp::Forward, mb});
-    wrong_inputs += !same(input, serial_input(mb, s_));
+    inputs_received.push_back({mb, input});
     outputs_.at(mb) = apply_stage(input, s_);
     return outputs_.at(mb);
   }
   xt::xtensor<T, 2> loss_grad(int mb) const override { return outputs_.at(mb); }
   xt::xtensor<T, 2> backward(int mb, const xt::xtensor<T, 2>& output_grad) override {
     calls.push_back({PipeOp::Backward, mb});
-    wrong_grads += !same(output_grad, serial_grad(mb, s_));
+    grads_received.push_back({mb, output_grad});
     return input_grad(output_grad, s_);
   }
 
   std::vector<PipeStep> calls;
-  int wrong_inputs = 0, wrong_grads = 0;
+  std::vector<std::pair<int, xt::xtensor<T, 2>>> inputs_received, grads_received;
 
  private:
   static T weight(int s) { return T(1) + T(s) / T(8); }
@@ -258,55 +276,57 @@ class GraderStage : public PipelineStage<T> {
   static xt::xtensor<T, 2> input_grad(const xt::xtensor<T, 2>& g, int s) {
     return xt::view(g, xt::all(), xt::range(0, g.shape(1) - 1)) * weight(s);
   }
-  // What stage `s` must be given in forward(mb): the micro-batch through stages 0 .. s - 1.
-  xt::xtensor<T, 2> serial_input(int mb, int s) const {
-    xt::xtensor<T, 2> x = xt::xtensor<T, 2>::from_shape(shape(mb, 0));
-    for (std::size_t i = 0; i < x.size(); ++i)
-      x.data()[i] = T(1000 * mb + static_cast<int>(i % 97));
-    for (int k = 0; k < s; ++k) x = apply_stage(x, k);
-    return x;
-  }
-  // What stage `s` must be given in backward(mb): the last output back through stages
-  // p - 1 .. s + 1.
-  xt::xtensor<T, 2> serial_grad(int mb, int s) const {
-    xt::xtensor<T, 2> g = serial_input(mb, p_);
-    for (int k = p_ - 1; k > s; --k) g = input_grad(g, k);
-    return g;
-  }
-  static bool same(const xt::xtensor<T, 2>& a, const xt::xtensor<T, 2>& b) {
-    return a.shape() == b.shape() && std::equal(a.begin(), a.end(), b.begin());
-  }
 
   int s_, p_;
   std::size_t rows_, width_;
-  std::vector<xt::xtensor<T, 2>> outputs_;
+  std::vector<xt::xtensor<T, 2>> inputs_, outputs_;
 };
+
+// What a stage was handed in its calls, by micro-batch: each tensor whole, or (large) its shape,
+// a hash of its values and a few of them. A micro-batch handed twice records both.
+template <class T>
+void record_received(CheckContext& context, const std::string& what,
+                     std::vector<std::pair<int, xt::xtensor<T, 2>>> received) {
+  std::stable_sort(received.begin(), received.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  context.out.integer(what + ": calls", static_cast<long long>(received.size()));
+  for (const auto& [mb, tensor] : received) {
+    const std::string name = what + " of micro-batch " + std::to_string(mb);
+    if (tensor.size() <= kRecordedWhole) {
+      record_tensor(context.out, name, tensor);
+      continue;
+    }
+    const std::string bytes(reinterpret_cast<const char*>(tensor.data()),
+                            tensor.size() * sizeof(T));
+    context.out.integer(name + ": rows", static_cast<long long>(tensor.shape(0)));
+    context.out.integer(name + ": columns", static_cast<long long>(tensor.shape(1)));
+    context.out.integer(name + ": a hash of every value",
+                        static_cast<long long>(siphash(0, 0, bytes) >> 1));
+    record_tensor(context.out, name + ": the first row's first 8 values",
+                  xt::xtensor<T, 1>(xt::view(tensor, 0, xt::range(0, 8))));
+  }
+}
 
 template <class T>
 void pipeline_case(CheckContext& context) {
   const TestCase& test = context.test;
-  const int p = test.p, m = test.m, s = context.world.Get_rank();
+  const int p = test.p, m = test.m, s = context.rank();
   const std::size_t rows = 4, width = test.width ? test.width : 3;
   context.out.note(stages_text(p) + ", " + std::to_string(m) + " micro-batches, " + test.schedule +
                    ", " + test.type + "; the activation of micro-batch mb into stage s is (" +
                    std::to_string(rows) + " + mb % 2, " + std::to_string(width) +
                    " + s), so stage s's input_shape and output_shape differ (" +
                    std::to_string(rows * width * sizeof(T)) + " bytes into stage 0)");
-  GraderStage<T> stage(s, p, m, rows, width);
+  GraderStage<T> stage(context.rng("micro-batches"), s, p, m, rows, width);
   const std::vector<PipeStep> schedule =
       test.schedule == "gpipe" ? gpipe_order(m) : reference_one_f_one_b(s, p, m);
-  moved_through(context, context.world, [&] {
-    run_pipeline_schedule<T>(stage, schedule, context.world);
-    return 0;
-  });
+  context.call([&] { run_pipeline_schedule<T>(stage, schedule, context.world); });
   context.out.part("the order of forward and backward calls");
   record_steps(context.out, "the stage's calls", stage.calls);
   context.out.part("activations received");
-  context.out.integer("forward calls given another input than the serial step's",
-                      stage.wrong_inputs);
+  record_received(context, "forward's input", stage.inputs_received);
   context.out.part("gradients received");
-  context.out.integer("backward calls given another gradient than the serial step's",
-                      stage.wrong_grads);
+  record_received(context, "backward's output_grad", stage.grads_received);
 }
 
 void check_run_pipeline_schedule(CheckContext& context) {

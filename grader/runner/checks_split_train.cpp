@@ -19,31 +19,36 @@ auto block(const xt::xtensor<T, 2>& x, const xt::xtensor<std::int32_t, 1>& y, in
 template <class T>
 void split_train_case(CheckContext& context) {
   const int mp = context.test.mp, dp = context.test.dp;
-  // Three rows per replica and, with dp > 1, dp - 1 leftover rows that must be dropped. Row i
-  // of x is (100 i, 100 i + 1, 100 i + 2) and its label is i, so a misplaced row reads as its
-  // index.
+  // Three rows per replica and, with dp > 1, dp - 1 leftover rows that must be dropped.
   const std::size_t per_rank = 3, rows = per_rank * dp + (dp - 1), features = 3;
-  const xt::xtensor<T, 2> x = numbered_matrix<T>(rows, features);
+  Rng rng = context.rng("training set");
+  const xt::xtensor<T, 2> x = random_matrix<T>(rng, rows, features);
   auto y = xt::xtensor<std::int32_t, 1>::from_shape({rows});
-  for (std::size_t i = 0; i < rows; ++i) y(i) = static_cast<std::int32_t>(i);
+  for (std::int32_t& label : y) label = rng.uniform_int(0, 999999);
   context.out.note("training set of " + std::to_string(rows) + " rows and " +
-                   std::to_string(features) + " features, row i = (100 i, 100 i + 1, 100 i + 2) " +
-                   "with label i; every rank of the grid is checked");
+                   std::to_string(features) +
+                   " features, values and labels drawn from the seed; every rank of the grid "
+                   "is checked");
 
   std::vector<std::pair<xt::xtensor<T, 2>, xt::xtensor<std::int32_t, 1>>> blocks;
-  for (int rank = 0; rank < mp * dp; ++rank) blocks.push_back(split_train<T>(x, y, mp, dp, rank));
+  for (int rank = 0; rank < mp * dp; ++rank)
+    blocks.push_back(context.call([&] { return split_train<T>(x, y, mp, dp, rank); }));
   const char* modulo = "the block of replica rank % dp_size (ranks grouped by modulo)";
   context.out.part("x_train blocks");
   for (int rank = 0; rank < mp * dp; ++rank) {
     const std::string name = "rank " + std::to_string(rank) + ": x block";
     record_tensor(context.out, name, blocks[rank].first);
-    record_mistake(context.out, name, modulo, block(x, y, rank % dp, per_rank).first);
+    context.judge([&](Judgement& judgement) {
+      judgement.mistake(name, modulo, block(x, y, rank % dp, per_rank).first);
+    });
   }
   context.out.part("y_train blocks");
   for (int rank = 0; rank < mp * dp; ++rank) {
     const std::string name = "rank " + std::to_string(rank) + ": y block";
     record_tensor(context.out, name, blocks[rank].second);
-    record_mistake(context.out, name, modulo, block(x, y, rank % dp, per_rank).second);
+    context.judge([&](Judgement& judgement) {
+      judgement.mistake(name, modulo, block(x, y, rank % dp, per_rank).second);
+    });
   }
 }
 

@@ -1,19 +1,20 @@
 // Part 10 (assignment 3): tensor and sequence parallelism. Head ranges and QKV columns of every
-// rank of a group; the embedding, the cross-entropy and sequence parallelism's conversions on
-// the case's p ranks, each rank building every rank's inputs so that it can record what the
-// known mistakes would give. Values that are moved say where they come from (element (v, c) of
-// the embedding table is 100 v + c; element c of position s of sequence b is 1000 b + 10 s + c);
-// values that are reduced (logits, partial sums) are drawn from the seed, and so are the tokens
-// and targets. Shapes come from the case only.
+// rank of a group, and the arguments they must refuse; the embedding, the cross-entropy and
+// sequence parallelism's conversions on the case's p ranks. Each rank draws its own slice (of
+// the table, the logits, the sequences, the partial sums) from its own key; what every rank
+// holds alike (the tokens, the targets) comes from the shared key. Every value is random: none
+// follows a formula the feedback could reveal. Every rank's inputs exist only in the
+// reference's run, to record what the known mistakes would give. Shapes come from the case only.
 //
-// Case texts ("fields"): attention_heads "heads=A tp=T"; qkv_columns "hidden=H heads=A tp=T";
-// vocab_parallel_embedding "p=P float|double local_vocab=L hidden=H tokens=N [one_slice]" (V =
-// P L; one_slice: every token in rank 0's rows); vocab_parallel_embedding_grad "tp=T float|double
-// local_vocab=L hidden=H tokens=N" (one process computes every rank's rows);
-// vocab_parallel_cross_entropy "p=P float|double rows=N local_vocab=L [large] [one_slice]"
-// (large: rows shifted by ±10⁴; one_slice: every target in rank 0's columns); sp_all_gather and
-// sp_reduce_scatter "p=P float|double batch=B seq=S hidden=H" (S positions per sequence, P
-// dividing S).
+// Case texts ("fields"): attention_heads "heads=A tp=T [idx=I]"; qkv_columns "hidden=H heads=A
+// tp=T [idx=I]" (idx: that rank alone; arguments the contract refuses are cases too, judged by
+// the std::invalid_argument they must throw); vocab_parallel_embedding "p=P float|double
+// local_vocab=L hidden=H tokens=N [one_slice]" (V = P L; one_slice: every token in rank 0's
+// rows); vocab_parallel_embedding_grad "tp=T float|double local_vocab=L hidden=H tokens=N" (one
+// process computes every rank's rows); vocab_parallel_cross_entropy "p=P float|double rows=N
+// local_vocab=L [large] [one_slice]" (large: rows shifted by ±10⁴; one_slice: every target in
+// rank 0's columns); sp_all_gather and sp_reduce_scatter "p=P float|double batch=B seq=S
+// hidden=H" (S positions per sequence, P dividing S).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -49,26 +50,80 @@ std::string list_text(const Tokens& values) {
 
 // ----------------------------------- 10.1 -------------------------------------------------------
 
+// 1 when the student call f() throws std::invalid_argument, 0 when it returns, 2 when it throws
+// another type.
+template <class F>
+long long refusal(CheckContext& context, F f) {
+  try {
+    context.call(f);
+  } catch (const std::invalid_argument&) {
+    return 1;
+  } catch (const std::exception&) {
+    return 2;
+  }
+  return 0;
+}
+
+// Records whether a call with arguments the contract refuses throws std::invalid_argument.
+template <class F>
+void record_refusal(CheckContext& context, const std::string& call, F f) {
+  context.out.note(call + ": arguments it must refuse");
+  context.out.integer(call +
+                          ": throws std::invalid_argument (1: it does, 0: returns, 2: throws "
+                          "another type)",
+                      refusal(context, f));
+}
+
+// The arguments of attention_heads and qkv_columns: heads, tp and the rank(s) asked about.
+struct HeadCase {
+  int heads, tp, first, last;  // ranks [first, last]
+  bool valid;
+};
+
+HeadCase head_case(const CheckContext& context) {
+  HeadCase c{required(context, "heads"), required(context, "tp"), 0, 0, false};
+  const bool one_index = context.test.values.count("idx") > 0;
+  c.first = one_index ? static_cast<int>(context.test.value("idx", 0)) : 0;
+  c.last = one_index ? c.first : c.tp - 1;
+  c.valid = c.tp >= 1 && c.heads % c.tp == 0 && c.first >= 0 && c.last < c.tp;
+  return c;
+}
+
+std::string arguments_text(std::initializer_list<int> values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return text;
+}
+
 void check_attention_heads(CheckContext& context) {
-  const int heads = required(context, "heads"), tp = required(context, "tp");
-  context.out.note(std::to_string(heads) + " heads on " + std::to_string(tp) +
+  const HeadCase c = head_case(context);
+  if (!c.valid) {
+    record_refusal(context, "attention_heads(" + arguments_text({c.heads, c.tp, c.first}) + ")",
+                   [&] { attention_heads(c.heads, c.tp, c.first); });
+    return;
+  }
+  context.out.note(std::to_string(c.heads) + " heads on " + std::to_string(c.tp) +
                    " ranks; row r is rank r's heads [begin, end)");
   auto table = [&](auto range_of) {
-    xt::xtensor<std::int64_t, 2> rows({std::size_t(tp), 2});
-    for (int r = 0; r < tp; ++r) {
+    xt::xtensor<std::int64_t, 2> rows({std::size_t(c.last - c.first + 1), 2});
+    for (int r = c.first; r <= c.last; ++r) {
       const HeadRange range = range_of(r);
-      rows(r, 0) = range.begin;
-      rows(r, 1) = range.end;
+      rows(r - c.first, 0) = range.begin;
+      rows(r - c.first, 1) = range.end;
     }
     return rows;
   };
   const std::string name = "every rank's heads (begin, end)";
-  record_tensor(context.out, name, table([&](int r) { return attention_heads(heads, tp, r); }));
-  const int per_rank = heads / tp;
-  record_mistake(context.out, name, "the ranks in reverse order (rank 0 holding the last heads)",
-                 table([&](int r) {
-                   return HeadRange{(tp - 1 - r) * per_rank, (tp - r) * per_rank};
-                 }));
+  record_tensor(context.out, name, table([&](int r) {
+                  return context.call([&] { return attention_heads(c.heads, c.tp, r); });
+                }));
+  context.judge([&](Judgement& judgement) {
+    const int per_rank = c.heads / c.tp;
+    judgement.mistake(name, "the ranks in reverse order (rank 0 holding the last heads)",
+                      table([&](int r) {
+                        return HeadRange{(c.tp - 1 - r) * per_rank, (c.tp - r) * per_rank};
+                      }));
+  });
 }
 
 // The mistaken order of heads [begin, end)'s columns of the fused weight: head by head, each
@@ -91,8 +146,13 @@ xt::xtensor<std::int64_t, 1> as_tensor(const Values& values) {
 }
 
 void check_qkv_columns(CheckContext& context) {
-  const int hidden = required(context, "hidden"), heads = required(context, "heads");
-  const int tp = required(context, "tp");
+  const HeadCase c = head_case(context);
+  const int hidden = required(context, "hidden"), heads = c.heads, tp = c.tp;
+  if (!c.valid || hidden % heads != 0) {
+    record_refusal(context, "qkv_columns(" + arguments_text({hidden, heads, tp, c.first}) + ")",
+                   [&] { qkv_columns(hidden, heads, tp, c.first); });
+    return;
+  }
   const int d = hidden / heads, per_rank = heads / tp, width = 3 * hidden / tp;
   context.out.note("hidden " + std::to_string(hidden) + ", " + std::to_string(heads) +
                    " heads of " + std::to_string(d) + " columns, " + std::to_string(tp) +
@@ -100,32 +160,32 @@ void check_qkv_columns(CheckContext& context) {
                    std::to_string(3 * hidden) + " columns are Q [0, " + std::to_string(hidden) +
                    "), K [" + std::to_string(hidden) + ", " + std::to_string(2 * hidden) +
                    "), V [" + std::to_string(2 * hidden) + ", " + std::to_string(3 * hidden) + ")");
-  for (int r = 0; r < tp; ++r) {
+  for (int r = c.first; r <= c.last; ++r) {
     const std::string name = "rank " + std::to_string(r) + "'s columns";
-    record_tensor(context.out, name, as_tensor(qkv_columns(hidden, heads, tp, r)));
-    std::vector<std::int64_t> block(width);
-    std::iota(block.begin(), block.end(), std::int64_t(r) * width);
-    record_mistake(context.out, name,
-                   "a contiguous block of the fused [Q | K | V] columns (columns [r · 3h/tp, "
-                   "(r + 1) · 3h/tp))",
-                   as_tensor(block));
-    record_mistake(context.out, name,
-                   "each head's Q, K and V columns together (head by head), not all its Q "
-                   "columns, then all its K columns, then all its V columns",
-                   as_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
+    record_tensor(context.out, name,
+                  as_tensor(context.call([&] { return qkv_columns(hidden, heads, tp, r); })));
+    context.judge([&](Judgement& judgement) {
+      std::vector<std::int64_t> block(width);
+      std::iota(block.begin(), block.end(), std::int64_t(r) * width);
+      judgement.mistake(name,
+                        "a contiguous block of the fused [Q | K | V] columns (columns [r · 3h/tp, "
+                        "(r + 1) · 3h/tp))",
+                        as_tensor(block));
+      judgement.mistake(
+          name,
+          "each head's Q, K and V columns together (head by head), not all its Q "
+          "columns, then all its K columns, then all its V columns",
+          as_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
+    });
   }
 }
 
 // ----------------------------------- 10.2 -------------------------------------------------------
 
-// The whole (vocab, width) table: element (v, c) is 100 v + c.
+// Rank q's rows of the (vocab, width) table, drawn from its key.
 template <class T>
-xt::xtensor<T, 2> numbered_table(std::size_t vocab, std::size_t width) {
-  xt::xtensor<T, 2> table({vocab, width});
-  for (std::size_t v = 0; v < vocab; ++v) {
-    for (std::size_t c = 0; c < width; ++c) table(v, c) = static_cast<T>(100 * v + c);
-  }
-  return table;
+xt::xtensor<T, 2> table_slice(Rng rng, int local_vocab, std::size_t width) {
+  return random_matrix<T>(rng, local_vocab, width);
 }
 
 // n tokens from the seed, in [0, slices · local_vocab): one from each slice first (when n allows),
@@ -144,52 +204,54 @@ Tokens drawn_tokens(Rng rng, std::size_t n, int slices, int local_vocab) {
 
 template <class T>
 void embedding_case(CheckContext& context) {
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size(), r = context.rank();
   const int local_vocab = required(context, "local_vocab");
   const std::size_t width = required(context, "hidden"), n = required(context, "tokens");
   const bool one_slice = context.test.has_word("one_slice");
-  const xt::xtensor<T, 2> table = numbered_table<T>(p * local_vocab, width);
-  const Tokens tokens = drawn_tokens(context.rng("tokens"), n, one_slice ? 1 : p, local_vocab);
+  const Tokens tokens =
+      drawn_tokens(context.shared_rng("tokens"), n, one_slice ? 1 : p, local_vocab);
   context.out.note(std::to_string(p) + " ranks, " + context.test.type + ", vocabulary " +
                    std::to_string(p * local_vocab) + " (rank r holds rows [" +
                    std::to_string(local_vocab) + " r, " + std::to_string(local_vocab) +
                    " (r + 1))), h = " + std::to_string(width) +
-                   "; element (v, c) of the table is 100 v + c; tokens " + list_text(tokens) +
-                   (one_slice ? " (all in rank 0's rows)" : ""));
-  const xt::xtensor<T, 2> local =
-      xt::view(table, xt::range(r * local_vocab, (r + 1) * local_vocab), xt::all());
-  const xt::xtensor<T, 2> lookup = moved_through(context, context.world, [&] {
-    return vocab_parallel_embedding<T>(tokens, local, r * local_vocab, context.world);
-  });
+                   "; every rank's rows of the table drawn from the seed; tokens " +
+                   list_text(tokens) + (one_slice ? " (all in rank 0's rows)" : ""));
+  const xt::xtensor<T, 2> local = table_slice<T>(context.rng("table"), local_vocab, width);
+  const xt::xtensor<T, 2> lookup = context.call(
+      [&] { return vocab_parallel_embedding<T>(tokens, local, r * local_vocab, context.world); });
   const std::string name = "the lookup (row i: table row tokens[i])";
   record_tensor(context.out, name, lookup);
-  // What the rows would be if every rank q added its local row `row_of(q, token)` (-1: none).
-  auto summed = [&](auto row_of) {
-    xt::xtensor<T, 2> out = xt::zeros<T>({n, width});
-    for (std::size_t i = 0; i < n; ++i) {
-      for (int q = 0; q < p; ++q) {
-        const int row = row_of(q, tokens(i));
-        if (row >= 0) xt::row(out, i) += xt::row(table, q * local_vocab + row);
+  if (p == 1) return;
+  context.judge([&](Judgement& judgement) {
+    std::vector<xt::xtensor<T, 2>> slices;
+    for (int q = 0; q < p; ++q)
+      slices.push_back(table_slice<T>(judgement.rng_of(q, "table"), local_vocab, width));
+    // What the rows would be if every rank q added its local row `row_of(q, token)` (-1: none).
+    auto summed = [&](auto row_of) {
+      xt::xtensor<T, 2> out = xt::zeros<T>({n, width});
+      for (std::size_t i = 0; i < n; ++i) {
+        for (int q = 0; q < p; ++q) {
+          const int row = row_of(q, tokens(i));
+          if (row >= 0) xt::row(out, i) += xt::row(slices[q], row);
+        }
       }
-    }
-    return out;
-  };
-  auto owner = [&](int token) { return token / local_vocab; };
-  if (p > 1) {
-    record_mistake(
-        context.out, name,
+      return out;
+    };
+    auto owner = [&](int token) { return token / local_vocab; };
+    judgement.mistake(
+        name,
         "no mask: a token of another rank's rows read as this rank's local row 0 "
         "and not zeroed, so every token is counted on every rank",
         summed([&](int q, int token) { return q == owner(token) ? token % local_vocab : 0; }));
-    record_mistake(context.out, name,
-                   "no mask: every rank adding its local row (token − vocab_begin) mod V/tp, "
-                   "so every token is counted on every rank",
-                   summed([&](int, int token) { return token % local_vocab; }));
-    record_mistake(context.out, name, "this rank's lookup alone (no Allreduce)",
-                   summed([&](int q, int token) {
-                     return q == r && q == owner(token) ? token % local_vocab : -1;
-                   }));
-  }
+    judgement.mistake(name,
+                      "no mask: every rank adding its local row (token − vocab_begin) mod V/tp, "
+                      "so every token is counted on every rank",
+                      summed([&](int, int token) { return token % local_vocab; }));
+    judgement.mistake(name, "this rank's lookup alone (no Allreduce)",
+                      summed([&](int q, int token) {
+                        return q == r && q == owner(token) ? token % local_vocab : -1;
+                      }));
+  });
 }
 
 // One process computes every rank's rows, rank after rank.
@@ -198,34 +260,35 @@ void embedding_grad_case(CheckContext& context) {
   const int tp = required(context, "tp"), local_vocab = required(context, "local_vocab");
   const std::size_t width = required(context, "hidden"), n = required(context, "tokens");
   const Tokens tokens = drawn_tokens(context.rng("tokens"), n, tp, local_vocab);
-  const xt::xtensor<T, 2> output_grad = numbered_table<T>(n, width);
+  const xt::xtensor<T, 2> output_grad = random_matrix<T>(context.rng("output_grad"), n, width);
   context.out.note(std::to_string(tp) + " ranks of " + std::to_string(local_vocab) +
                    " token ids (vocabulary " + std::to_string(tp * local_vocab) + "), " +
                    context.test.type + ", h = " + std::to_string(width) + "; tokens " +
-                   list_text(tokens) +
-                   " (some repeated); element (i, c) of output_grad is 100 i + c");
+                   list_text(tokens) + " (some repeated); output_grad drawn from the seed");
   for (int r = 0; r < tp; ++r) {
     const int begin = r * local_vocab;
     const std::string name = "rank " + std::to_string(r) + "'s rows [" + std::to_string(begin) +
                              ", " + std::to_string(begin + local_vocab) + ")";
-    record_tensor(context.out, name,
-                  vocab_parallel_embedding_grad<T>(tokens, output_grad, begin, local_vocab));
-    xt::xtensor<T, 2> kept_last = xt::zeros<T>({std::size_t(local_vocab), width});
-    xt::xtensor<T, 2> unmasked = kept_last;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (tokens(i) / local_vocab == r)
-        xt::row(kept_last, tokens(i) - begin) = xt::row(output_grad, i);
-      xt::row(unmasked, tokens(i) % local_vocab) += xt::row(output_grad, i);
-    }
-    record_mistake(context.out, name,
-                   "each token's row written, not added (a repeated token keeps only its last "
-                   "row)",
-                   kept_last);
-    if (tp > 1) {
-      record_mistake(context.out, name,
-                     "no mask: every token's row added at (token − vocab_begin) mod V/tp",
-                     unmasked);
-    }
+    record_tensor(context.out, name, context.call([&] {
+      return vocab_parallel_embedding_grad<T>(tokens, output_grad, begin, local_vocab);
+    }));
+    context.judge([&](Judgement& judgement) {
+      xt::xtensor<T, 2> kept_last = xt::zeros<T>({std::size_t(local_vocab), width});
+      xt::xtensor<T, 2> unmasked = kept_last;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (tokens(i) / local_vocab == r)
+          xt::row(kept_last, tokens(i) - begin) = xt::row(output_grad, i);
+        xt::row(unmasked, tokens(i) % local_vocab) += xt::row(output_grad, i);
+      }
+      judgement.mistake(name,
+                        "each token's row written, not added (a repeated token keeps only its "
+                        "last row)",
+                        kept_last);
+      if (tp > 1) {
+        judgement.mistake(
+            name, "no mask: every token's row added at (token − vocab_begin) mod V/tp", unmasked);
+      }
+    });
   }
 }
 
@@ -280,19 +343,56 @@ xt::xtensor<T, 1> as_values(const std::vector<Real>& v) {
   return t;
 }
 
+// Rank q's (n, local_vocab) columns of the logits, drawn from its key: [-5, 5], shifted by
+// ±10⁴ on every row with `large` (odd rows +, even rows −, alike on every rank).
+template <class T>
+xt::xtensor<T, 2> logits_slice(Rng rng, std::size_t n, int local_vocab, bool large) {
+  xt::xtensor<T, 2> logits({n, std::size_t(local_vocab)});
+  for (std::size_t i = 0; i < n; ++i) {
+    const double shift = large ? (i % 2 ? 1e4 : -1e4) : 0;
+    for (int v = 0; v < local_vocab; ++v) logits(i, v) = static_cast<T>(shift + 5 * rng.value());
+  }
+  return logits;
+}
+
+template <class T>
+void record_cross_entropy_mistakes(Judgement& judgement, const CheckContext& context,
+                                   const Tokens& targets, int local_vocab, bool large,
+                                   const std::string& loss, const std::string& grad) {
+  const int p = context.world.Get_size(), r = context.rank();
+  const std::size_t n = targets.size();
+  xt::xtensor<T, 2> logits({n, std::size_t(p * local_vocab)});
+  for (int q = 0; q < p; ++q) {
+    xt::view(logits, xt::all(), xt::range(q * local_vocab, (q + 1) * local_vocab)) =
+        logits_slice<T>(judgement.rng_of(q, "logits"), n, local_vocab, large);
+  }
+  const SerialLoss serial = serial_loss(logits, targets, p, local_vocab);
+  auto mine = [&](const xt::xtensor<Real, 2>& g) {
+    return xt::xtensor<T, 2>(
+        xt::cast<T>(xt::view(g, xt::all(), xt::range(r * local_vocab, (r + 1) * local_vocab))));
+  };
+  if (p > 1) {
+    const std::string everywhere =
+        "the target's logit taken on every rank at local column target mod V/tp (not only on "
+        "the rank whose columns hold it)";
+    judgement.mistake(loss, everywhere, as_values<T>(serial.loss_target_everywhere));
+    judgement.mistake(grad, everywhere, mine(serial.grad_target_everywhere));
+    judgement.mistake(grad,
+                      "the softmax over this rank's columns only (max and sum of exponentials "
+                      "not reduced over tp_comm)",
+                      mine(serial.grad_local_softmax));
+  }
+  judgement.mistake(grad, "the gradient of the summed loss (not divided by N)",
+                    xt::xtensor<T, 2>(mine(serial.grad) * T(n)));
+}
+
 template <class T>
 void cross_entropy_case(CheckContext& context) {
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size(), r = context.rank();
   const std::size_t n = required(context, "rows");
   const int local_vocab = required(context, "local_vocab"), vocab = p * local_vocab;
   const bool large = context.test.has_word("large"), one_slice = context.test.has_word("one_slice");
-  Rng logit_rng = context.rng("logits");
-  xt::xtensor<T, 2> logits({n, std::size_t(vocab)});
-  for (std::size_t i = 0; i < n; ++i) {
-    const double shift = large ? (i % 2 ? 1e4 : -1e4) : 0;
-    for (int v = 0; v < vocab; ++v) logits(i, v) = static_cast<T>(shift + 5 * logit_rng.value());
-  }
-  Rng target_rng = context.rng("targets");
+  Rng target_rng = context.shared_rng("targets");
   Tokens targets = Tokens::from_shape({n});
   for (std::size_t i = 0; i < n; ++i)
     targets(i) = target_rng.uniform_int(0, (one_slice ? local_vocab : vocab) - 1);
@@ -305,23 +405,16 @@ void cross_entropy_case(CheckContext& context) {
                           : "") +
                    "; targets " + list_text(targets) +
                    (one_slice ? " (all in rank 0's columns)" : ""));
-  const xt::xtensor<T, 2> local =
-      xt::view(logits, xt::all(), xt::range(r * local_vocab, (r + 1) * local_vocab));
+  const xt::xtensor<T, 2> local = logits_slice<T>(context.rng("logits"), n, local_vocab, large);
   // The judge asks a call to move about as much as the reference or more. Any way of reducing
   // N values per row is right here (an Allgather of each rank's log-sum-exp moves less than
   // three Allreduces; a loss without the max, one Allreduce less), so the bytes it compares are
   // capped at the least any of them moves, one Allreduce of N values: less than that, nothing
   // travelled through tp_comm. What more than reductions of N values moves is judged below.
-  const std::uint64_t before = context.world.total_bytes_transferred();
-  const VocabParallelLoss<T> result =
-      vocab_parallel_cross_entropy<T>(local, targets, r * local_vocab, context.world);
-  const std::uint64_t moved = context.world.total_bytes_transferred() - before;
-  context.out.moved(std::min<std::uint64_t>(moved, 2 * (p - 1) * n * sizeof(T) / p));
-  const SerialLoss serial = serial_loss(logits, targets, p, local_vocab);
-  auto mine = [&](const xt::xtensor<Real, 2>& grad) {
-    return xt::xtensor<T, 2>(
-        xt::cast<T>(xt::view(grad, xt::all(), xt::range(r * local_vocab, (r + 1) * local_vocab))));
-  };
+  context.judge_traffic_up_to(2 * (p - 1) * n * sizeof(T) / p);
+  const VocabParallelLoss<T> result = context.call([&] {
+    return vocab_parallel_cross_entropy<T>(local, targets, r * local_vocab, context.world);
+  });
 
   context.out.part("the loss");
   const std::string loss = "loss (one value per row)";
@@ -329,23 +422,13 @@ void cross_entropy_case(CheckContext& context) {
   context.out.part("logits_grad");
   const std::string grad = "logits_grad (this rank's columns of (softmax − one-hot) / N)";
   record_tensor(context.out, grad, result.logits_grad);
-  if (p > 1) {
-    const std::string everywhere =
-        "the target's logit taken on every rank at local column target mod V/tp (not only on "
-        "the rank whose columns hold it)";
-    record_mistake(context.out, loss, everywhere, as_values<T>(serial.loss_target_everywhere));
-    record_mistake(context.out, grad, everywhere, mine(serial.grad_target_everywhere));
-    record_mistake(context.out, grad,
-                   "the softmax over this rank's columns only (max and sum of exponentials not "
-                   "reduced over tp_comm)",
-                   mine(serial.grad_local_softmax));
-  }
-  record_mistake(context.out, grad, "the gradient of the summed loss (not divided by N)",
-                 xt::xtensor<T, 2>(mine(serial.grad) * T(n)));
+  context.judge([&](Judgement& judgement) {
+    record_cross_entropy_mistakes<T>(judgement, context, targets, local_vocab, large, loss, grad);
+  });
 
   context.out.part("reductions of N values, never the logits");
   const std::uint64_t allowed = 4 * (p - 1) * n * sizeof(T);
-  record_bytes_beyond(context, moved, allowed,
+  record_bytes_beyond(context, allowed,
                       "that Allgathers of 4 N values send (the max, the sum of exponentials and "
                       "the target's logit are N values each; gathering the N × V/tp logits "
                       "sends " +
@@ -392,91 +475,83 @@ xt::xtensor<T, 2> rows_of(const xt::xtensor<T, 2>& m, std::size_t begin, std::si
   return xt::view(m, xt::range(begin, begin + count), xt::all());
 }
 
+// A rank's (rows, width) block, drawn from its key under `stream`.
+template <class T>
+xt::xtensor<T, 2> rank_block(Rng rng, std::size_t rows, std::size_t width) {
+  return random_matrix<T>(rng, rows, width);
+}
+
 template <class T>
 void all_gather_case(CheckContext& context) {
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size();
   const SequenceShape s = sequence_shape(context);
-  context.out.note(shape_note(context, s) +
-                   "; element c of position s of sequence b is 1000 b + "
-                   "10 s + c");
-  xt::xtensor<T, 2> sequences({std::size_t(s.batch * s.seq_len), s.width});
-  for (int b = 0; b < s.batch; ++b) {
-    for (int pos = 0; pos < s.seq_len; ++pos) {
-      for (std::size_t c = 0; c < s.width; ++c) {
-        sequences(b * s.seq_len + pos, c) = static_cast<T>(1000 * b + 10 * pos + c);
-      }
-    }
-  }
-  // Every rank's rows as they are held (and as an Allgather lands them, rank after rank).
-  xt::xtensor<T, 2> blocks = xt::xtensor<T, 2>::from_shape(sequences.shape());
-  for_each_run(s, p, [&](std::size_t block_row, std::size_t sequence_row) {
-    xt::view(blocks, xt::range(block_row, block_row + s.s_local), xt::all()) =
-        rows_of(sequences, sequence_row, s.s_local);
-  });
+  context.out.note(shape_note(context, s) + "; every rank's positions drawn from the seed");
   const std::size_t local_rows = s.batch * s.s_local;
-  const xt::xtensor<T, 2> x_local = rows_of(blocks, r * local_rows, local_rows);
-  std::uint64_t moved = 0;
-  const xt::xtensor<T, 2> gathered = moved_through(
-      context, context.world, [&] { return sp_all_gather<T>(x_local, s.batch, context.world); },
-      &moved);
+  const xt::xtensor<T, 2> x_local = rank_block<T>(context.rng("positions"), local_rows, s.width);
+  const xt::xtensor<T, 2> gathered =
+      context.call([&] { return sp_all_gather<T>(x_local, s.batch, context.world); });
   context.out.part("all positions, rows b · S + s");
   const std::string name = "all positions (row b · S + s)";
   record_tensor(context.out, name, gathered);
   if (s.batch > 1 && p > 1) {
-    record_mistake(context.out, name,
-                   "the Allgather's blocks as they land, not reordered (rank 0's positions of "
-                   "every sequence, then rank 1's, ...: the batch not interleaved)",
-                   blocks);
+    context.judge([&](Judgement& judgement) {
+      // Every rank's rows as they are held, rank after rank (as an Allgather lands them).
+      xt::xtensor<T, 2> blocks({p * local_rows, s.width});
+      for (int q = 0; q < p; ++q) {
+        xt::view(blocks, xt::range(q * local_rows, (q + 1) * local_rows), xt::all()) =
+            rank_block<T>(judgement.rng_of(q, "positions"), local_rows, s.width);
+      }
+      judgement.mistake(name,
+                        "the Allgather's blocks as they land, not reordered (rank 0's positions "
+                        "of every sequence, then rank 1's, ...: the batch not interleaved)",
+                        blocks);
+    });
   }
   context.out.part("one Allgather");
-  record_bytes_beyond(context, moved, (p - 1) * local_rows * s.width * sizeof(T),
+  record_bytes_beyond(context, (p - 1) * local_rows * s.width * sizeof(T),
                       "that one Allgather sends");
 }
 
 template <class T>
 void reduce_scatter_case(CheckContext& context) {
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size(), r = context.rank();
   const SequenceShape s = sequence_shape(context);
   context.out.note(shape_note(context, s) + "; every rank's partial sums drawn from the seed");
   const std::size_t rows = s.batch * s.seq_len, local_rows = s.batch * s.s_local;
-  std::vector<xt::xtensor<T, 2>> partials;
-  for (int q = 0; q < p; ++q) {
-    Rng rng = context.rng("partial sums of rank " + std::to_string(q));
-    partials.push_back(xt::xtensor<T, 2>::from_shape({rows, s.width}));
-    for (T& value : partials.back()) value = static_cast<T>(rng.value());
-  }
-  std::uint64_t moved = 0;
-  const xt::xtensor<T, 2> mine = moved_through(
-      context, context.world,
-      [&] { return sp_reduce_scatter<T>(partials[r], s.batch, context.world); }, &moved);
+  const xt::xtensor<T, 2> partial = rank_block<T>(context.rng("partial sums"), rows, s.width);
+  const xt::xtensor<T, 2> mine =
+      context.call([&] { return sp_reduce_scatter<T>(partial, s.batch, context.world); });
   context.out.part("this rank's positions, summed");
   const std::string name = "this rank's positions of the sum (row b · S/tp + s')";
   record_tensor(context.out, name, mine);
-  xt::xtensor<T, 2> sum = xt::zeros<T>({rows, s.width});
-  for (const auto& partial : partials) sum += partial;
-  // This rank's runs of a tensor in sequence order, in the order they are returned.
-  auto my_positions = [&](const xt::xtensor<T, 2>& m) {
-    xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape({local_rows, s.width});
-    for_each_run(s, p, [&](std::size_t block_row, std::size_t sequence_row) {
-      if (block_row / local_rows == std::size_t(r)) {
-        xt::view(out, xt::range(block_row % local_rows, block_row % local_rows + s.s_local),
-                 xt::all()) = rows_of(m, sequence_row, s.s_local);
-      }
-    });
-    return out;
-  };
-  if (s.batch > 1 && p > 1) {
-    record_mistake(context.out, name,
-                   "the Reduce_scatter without the reordering (rank r keeping rows [r · B · S/tp, "
-                   "(r + 1) · B · S/tp) of the sum in b · S + s order)",
-                   rows_of(sum, r * local_rows, local_rows));
-  }
-  if (p > 1) {
-    record_mistake(context.out, name, "this rank's own partial sums, not summed over tp_comm",
-                   my_positions(partials[r]));
-  }
+  context.judge([&](Judgement& judgement) {
+    xt::xtensor<T, 2> sum = xt::zeros<T>({rows, s.width});
+    for (int q = 0; q < p; ++q)
+      sum += rank_block<T>(judgement.rng_of(q, "partial sums"), rows, s.width);
+    // This rank's runs of a tensor in sequence order, in the order they are returned.
+    auto my_positions = [&](const xt::xtensor<T, 2>& m) {
+      xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape({local_rows, s.width});
+      for_each_run(s, p, [&](std::size_t block_row, std::size_t sequence_row) {
+        if (block_row / local_rows == std::size_t(r)) {
+          xt::view(out, xt::range(block_row % local_rows, block_row % local_rows + s.s_local),
+                   xt::all()) = rows_of(m, sequence_row, s.s_local);
+        }
+      });
+      return out;
+    };
+    if (s.batch > 1 && p > 1) {
+      judgement.mistake(name,
+                        "the Reduce_scatter without the reordering (rank r keeping rows "
+                        "[r · B · S/tp, (r + 1) · B · S/tp) of the sum in b · S + s order)",
+                        rows_of(sum, r * local_rows, local_rows));
+    }
+    if (p > 1) {
+      judgement.mistake(name, "this rank's own partial sums, not summed over tp_comm",
+                        my_positions(partial));
+    }
+  });
   context.out.part("one Reduce_scatter");
-  record_bytes_beyond(context, moved, (p - 1) * local_rows * s.width * sizeof(T),
+  record_bytes_beyond(context, (p - 1) * local_rows * s.width * sizeof(T),
                       "that one Reduce_scatter sends");
 }
 
@@ -505,7 +580,7 @@ DTK_GRADE_CHECK(check_attention_heads, {"attention_heads",
                                         {},
                                         false,
                                         "",
-                                        {"heads", "tp"}});
+                                        {"heads", "tp", "idx"}});
 DTK_GRADE_CHECK(check_qkv_columns, {"qkv_columns",
                                     CaseKind::fields,
                                     /*collective=*/false,
@@ -513,7 +588,7 @@ DTK_GRADE_CHECK(check_qkv_columns, {"qkv_columns",
                                     {},
                                     false,
                                     "",
-                                    {"hidden", "heads", "tp"}});
+                                    {"hidden", "heads", "tp", "idx"}});
 DTK_GRADE_CHECK(check_vocab_parallel_embedding, {"vocab_parallel_embedding",
                                                  CaseKind::fields,
                                                  /*collective=*/true,

@@ -1,8 +1,8 @@
 // Part 9 (assignment 2): ZeRO. The memory model on the paper's numbers and on numbers drawn from
-// the seed; shard ranges on every rank of a grid; the three collectives on dp ranks with values
-// that say where they come from (element i of rank r's gradient or shard is 1000 r + i), the
-// mistakes the issue names recorded, and the bytes each sends: a function asked for one
-// Reduce_scatter (or one Allgather) that sends more, an Allreduce say, fails that item.
+// the seed; shard ranges on every rank of a grid; the three collectives on dp ranks, each rank
+// with a random gradient or shard of its own, the mistakes the issue names recorded (in the
+// reference's run, from every rank's values), and the bytes each sends: a function asked for
+// one Reduce_scatter (or one Allgather) that sends more, an Allreduce say, fails that item.
 #include <algorithm>
 #include <cstdio>
 
@@ -33,7 +33,7 @@ void check_zero_memory_per_rank(CheckContext& context) {
                    ", k = " + number(k));
   for (int stage = 0; stage <= 3; ++stage) {
     context.out.real("stage " + std::to_string(stage) + ": bytes per rank",
-                     zero_memory_per_rank(psi, dp, stage, k));
+                     context.call([&] { return zero_memory_per_rank(psi, dp, stage, k); }));
   }
 }
 
@@ -55,20 +55,23 @@ void check_zero_shard_range(CheckContext& context) {
   context.out.note(std::to_string(numel) + " values on " + std::to_string(dp) +
                    " ranks; row r is rank r's (begin, end)");
   const std::string name = "every rank's (begin, end)";
-  record_tensor(context.out, name,
-                ranges_of(dp, [&](int r) { return zero_shard_range(numel, dp, r); }));
-  const std::size_t floor = numel / dp;  // the mistake: s = numel / dp, rounded down
-  record_mistake(context.out, name, "shards of numel / dp values, rounded down",
-                 ranges_of(dp, [&](int r) {
-                   return std::pair{std::min(r * floor, numel), std::min((r + 1) * floor, numel)};
-                 }));
+  record_tensor(context.out, name, ranges_of(dp, [&](int r) {
+                  return context.call([&] { return zero_shard_range(numel, dp, r); });
+                }));
+  context.judge([&](Judgement& judgement) {
+    const std::size_t floor = numel / dp;  // the mistake: s = numel / dp, rounded down
+    judgement.mistake(
+        name, "shards of numel / dp values, rounded down", ranges_of(dp, [&](int r) {
+          return std::pair{std::min(r * floor, numel), std::min((r + 1) * floor, numel)};
+        }));
+  });
 }
 
-// Rank r's flat vector: element i is 1000 r + i.
+// A rank's flat vector of n values, drawn from its key.
 template <class T>
-xt::xtensor<T, 1> numbered_flat(int r, std::size_t n) {
+xt::xtensor<T, 1> random_flat(Rng rng, std::size_t n) {
   auto v = xt::xtensor<T, 1>::from_shape({n});
-  for (std::size_t i = 0; i < n; ++i) v(i) = static_cast<T>(1000 * r + static_cast<int>(i));
+  for (T& value : v) value = static_cast<T>(rng.value());
   return v;
 }
 
@@ -86,79 +89,69 @@ xt::xtensor<T, 1> padded_slice(const xt::xtensor<T, 1>& v, std::size_t begin, st
 template <class T, bool kReduceScatter>
 void grad_shard_case(CheckContext& context) {
   const std::size_t numel = context.test.numel;
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size(), r = context.rank();
   const std::size_t s = shard_size(numel, p);
   context.out.note(std::to_string(p) + " ranks, " + std::to_string(numel) + " values of " +
                    context.test.type + " (shards of s = " + std::to_string(s) +
-                   "); element i of rank r's gradient is 1000 r + i");
-  const xt::xtensor<T, 1> grad = numbered_flat<T>(r, numel);
-  std::uint64_t moved = 0;
-  const xt::xtensor<T, 1> shard = moved_through(
-      context, context.world,
-      [&] {
-        return kReduceScatter ? zero2_grad_shard<T>(grad, context.world)
-                              : zero1_grad_shard<T>(grad, context.world);
-      },
-      &moved);
-  xt::xtensor<T, 1> sum = xt::zeros<T>({numel});
-  for (int q = 0; q < p; ++q) sum += numbered_flat<T>(q, numel);
+                   "); every rank's gradient drawn from the seed");
+  const xt::xtensor<T, 1> grad = random_flat<T>(context.rng("gradient"), numel);
+  const xt::xtensor<T, 1> shard = context.call([&] {
+    return kReduceScatter ? zero2_grad_shard<T>(grad, context.world)
+                          : zero1_grad_shard<T>(grad, context.world);
+  });
   context.out.part("the shard");
-  record_tensor(context.out, "this rank's shard of the summed gradient", shard);
   const std::string name = "this rank's shard of the summed gradient";
-  record_mistake(context.out, name, "the gradient averaged, not summed",
-                 xt::xtensor<T, 1>(padded_slice(sum, r * s, s) / T(p)));
-  if (p > 1) {
-    record_mistake(context.out, name, "rank r + 1's shard",
-                   padded_slice(sum, ((r + 1) % p) * s, s));
-  }
-  const std::size_t begin = std::min(r * s, numel), end = std::min((r + 1) * s, numel);
-  if (end - begin != s) {
-    record_mistake(context.out, name, "the shard without its zero padding",
-                   xt::xtensor<T, 1>(xt::view(sum, xt::range(begin, end))));
-  }
+  record_tensor(context.out, name, shard);
+  context.judge([&](Judgement& judgement) {
+    xt::xtensor<T, 1> sum = xt::zeros<T>({numel});
+    for (int q = 0; q < p; ++q) sum += random_flat<T>(judgement.rng_of(q, "gradient"), numel);
+    judgement.mistake(name, "the gradient averaged, not summed",
+                      xt::xtensor<T, 1>(padded_slice(sum, r * s, s) / T(p)));
+    if (p > 1)
+      judgement.mistake(name, "rank r + 1's shard", padded_slice(sum, ((r + 1) % p) * s, s));
+    const std::size_t begin = std::min(r * s, numel), end = std::min((r + 1) * s, numel);
+    if (end - begin != s) {
+      judgement.mistake(name, "the shard without its zero padding",
+                        xt::xtensor<T, 1>(xt::view(sum, xt::range(begin, end))));
+    }
+  });
   if (kReduceScatter) {
     context.out.part("one Reduce_scatter");
-    record_bytes_beyond(context, moved, (p - 1) * s * sizeof(T), "that one Reduce_scatter sends");
+    record_bytes_beyond(context, (p - 1) * s * sizeof(T), "that one Reduce_scatter sends");
   } else {
     context.out.part("one Allreduce");
-    record_bytes_beyond(context, moved, 2 * (p - 1) * numel * sizeof(T) / p,
-                        "that one Allreduce sends");
+    record_bytes_beyond(context, 2 * (p - 1) * numel * sizeof(T) / p, "that one Allreduce sends");
   }
 }
 
 template <class T>
 void gather_case(CheckContext& context) {
   const std::size_t numel = context.test.numel;
-  const int p = context.world.Get_size(), r = context.world.Get_rank();
+  const int p = context.world.Get_size();
   const std::size_t s = shard_size(numel, p);
   context.out.note(std::to_string(p) + " ranks, " + std::to_string(numel) + " values of " +
                    context.test.type + " (shards of s = " + std::to_string(s) +
-                   "); rank r's shard element j is 1000 r + j, or -1 for padding past numel");
-  auto shard_of = [&](int q) {
-    xt::xtensor<T, 1> shard = numbered_flat<T>(q, s);
-    for (std::size_t j = 0; j < s; ++j) {
-      if (q * s + j >= numel) shard(j) = T(-1);
-    }
-    return shard;
-  };
-  std::uint64_t moved = 0;
-  const xt::xtensor<T, 1> full = moved_through(
-      context, context.world,
-      [&] { return zero_gather_params<T>(shard_of(r), numel, context.world); }, &moved);
-  // Every shard one after another, in rank order or reversed.
-  auto all = xt::xtensor<T, 1>::from_shape({p * s}), reversed = all;
-  for (int q = 0; q < p; ++q) {
-    xt::view(all, xt::range(q * s, (q + 1) * s)) = shard_of(q);
-    xt::view(reversed, xt::range(q * s, (q + 1) * s)) = shard_of(p - 1 - q);
-  }
+                   "); every rank's shard drawn from the seed, padding past numel included");
+  const xt::xtensor<T, 1> shard = random_flat<T>(context.rng("shard"), s);
+  const xt::xtensor<T, 1> full =
+      context.call([&] { return zero_gather_params<T>(shard, numel, context.world); });
   context.out.part("the parameters");
   const std::string name = "the whole flat vector";
   record_tensor(context.out, name, full);
-  record_mistake(context.out, name, "the padding kept (p s values)", all);
-  record_mistake(context.out, name, "the shards in reverse rank order",
-                 xt::xtensor<T, 1>(xt::view(reversed, xt::range(0, numel))));
+  context.judge([&](Judgement& judgement) {
+    // Every shard one after another, in rank order or reversed.
+    auto all = xt::xtensor<T, 1>::from_shape({p * s}), reversed = all;
+    for (int q = 0; q < p; ++q) {
+      const xt::xtensor<T, 1> shard_q = random_flat<T>(judgement.rng_of(q, "shard"), s);
+      xt::view(all, xt::range(q * s, (q + 1) * s)) = shard_q;
+      xt::view(reversed, xt::range((p - 1 - q) * s, (p - q) * s)) = shard_q;
+    }
+    judgement.mistake(name, "the padding kept (p s values)", all);
+    judgement.mistake(name, "the shards in reverse rank order",
+                      xt::xtensor<T, 1>(xt::view(reversed, xt::range(0, numel))));
+  });
   context.out.part("one Allgather");
-  record_bytes_beyond(context, moved, (p - 1) * s * sizeof(T), "that one Allgather sends");
+  record_bytes_beyond(context, (p - 1) * s * sizeof(T), "that one Allgather sends");
 }
 
 void check_zero1_grad_shard(CheckContext& context) {

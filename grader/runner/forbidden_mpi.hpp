@@ -1,7 +1,7 @@
 // What the runner watches of MPI at run time (PMPI interposition): the MPI calls a student's
 // code makes outside the allowed ones, the Communicator calls it makes outside the allowed ones
 // (a collective reached through a helper in another student file, say), and the bytes its
-// point-to-point messages carry between ranks.
+// calls move between ranks.
 #pragma once
 
 #include <cstdint>
@@ -22,21 +22,26 @@ void allow_calls(std::map<std::string, std::set<std::string>> mpi_by_function,
 // runs, every trapped call is recorded... or ignored when the runner itself makes it).
 void apply_rules_of(const std::string& function);
 
-// Bytes of point-to-point messages between this rank and other ranks (world ranks) during a
-// student call, as MPI delivered them. A rank's messages to itself are not counted.
+// What the student's calls of one test moved between this rank and the other ranks, counted
+// where MPI is (in the interposed MPI functions below), whatever Communicator object, MPI
+// communicator or thread carried it: point-to-point messages as MPI delivered them (a rank's
+// messages to itself are not counted), collectives by the Communicator's estimates
+// (estimated_bytes_sent; Alltoallv exactly, without the blocks a rank keeps). By element type
+// ("float", "double", "int32", "int64", "other"), so that a check can judge its payload alone.
 struct Traffic {
-  std::map<int, std::uint64_t> sent_to, received_from;
-  std::uint64_t sent() const;
-  std::uint64_t received() const;
+  std::map<std::string, std::uint64_t> sent_by_type, received_by_type;
+  std::uint64_t sent(const std::string& type = "") const;  // "": every type
+  std::uint64_t received(const std::string& type = "") const;
+  void add(const Traffic& other);
 };
 
-// Marks the student's call on this thread while it lives: the Communicator's MPI calls are then
-// the student's, checked against the function's allowed_communicator, and the bytes of its
-// point-to-point messages go to `traffic` (when given). Outside one, the Communicator's calls
-// are the runner's own.
+// While one lives, a student call is running (on a thread of its own: student_thread.hpp):
+// every Communicator call of the process, from any thread, is the student's, checked against
+// the function's allowed_communicator, and every byte any thread moves between ranks goes to
+// `traffic`. Outside one, the Communicator's calls are the runner's own. One at a time.
 class StudentCall {
  public:
-  explicit StudentCall(Traffic* traffic = nullptr);
+  explicit StudentCall(Traffic& traffic);
   ~StudentCall();
   StudentCall(const StudentCall&) = delete;
   StudentCall& operator=(const StudentCall&) = delete;
@@ -53,7 +58,7 @@ const std::string& function_under_test();
 // PMPI_*. Records the call in the current test's output unless the caller is the runner's own
 // executable (the provided helpers, e.g. print_in_rank_order, use MPI_Gather; student code
 // lives in libdtk_student.so) outside a StudentCall; inside one, the runner's Communicator
-// calls are the student's.
+// calls are the student's, whichever thread makes them.
 void report_forbidden_call(const char* call, const void* return_address);
 
 }  // namespace dtk::grade

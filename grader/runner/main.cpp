@@ -3,21 +3,22 @@
 //   mpirun -n N dtk-grade-runner --out DIR --configs DIR --work DIR --test-seconds T
 //                                [--allowed-mpi FUNCTION=CALL,...]...
 //                                [--allowed-communicator FUNCTION=CALL,...]... TEST_ID...
+//   dtk-grade-runner --derive DIR --configs DIR TEST_ID...   (derive.hpp: after a launch)
 //   dtk-grade-runner --write-checks FILE   (the build: checks.json, see check_registry.hpp)
 //
-// DIR/key, which dtk-grade writes, holds the launch's record key and the seed (never in argv,
-// which the code under test could read); it is deleted before any test runs.
-// It only evaluates: for each test it builds the inputs from (seed, test id), calls the one
-// student function under test and records the outputs in DIR/rank<R>.out. Each rank works in
-// its own directory, <work>/rank<R> (its current directory: files a check writes go there). It
-// judges nothing: the grader compares these files with the ones the same runner writes when linked
-// with the reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends
-// the process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
-// Student code runs on threads of its own (student_thread.hpp), sealed for the tests of
-// functions that communicate.
+// DIR/rank<R>.key, which dtk-grade writes, holds what rank R must know and the code under test
+// must not read elsewhere (launch_file.hpp): the key of its records and its own input keys
+// (never in argv, which the code under test could read). It is deleted before any student code
+// is loaded (launch.hpp).
+// It only evaluates: for each test it builds this rank's inputs, calls the one student function
+// under test and records the outputs in DIR/rank<R>.out. Each rank works in its own directory,
+// <work>/rank<R> (its current directory: files a check writes go there). It judges nothing:
+// the grader compares these files with the ones the same runner writes when linked with the
+// reference. A test on n ranks runs on the first n ranks of the launch; a watchdog ends the
+// process when a test runs longer than T seconds (a rank stuck in a collective, a loop).
+// Student code runs only in student calls (check_context.hpp), on sealed threads of their own.
 #include <cxxabi.h>
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,14 +39,15 @@
 #include <vector>
 
 #include "check_context.hpp"
+#include "derive.hpp"
 #include "forbidden_mpi.hpp"
+#include "launch.hpp"
 #include "student_thread.hpp"
 
 namespace dtk::grade {
 namespace {
 
 struct Options {
-  std::uint64_t seed = 0;
   std::string out_dir, configs_dir, work_dir;
   int test_seconds = 0;  // required: dtk-grade passes the manifest's
   // Likewise, by function: the MPI calls and the Communicator calls its code may make.
@@ -86,9 +88,9 @@ Options parse_options(int argc, char** argv) {
 
 RecordWriter* current_test = nullptr;  // where forbidden calls are recorded
 volatile std::sig_atomic_t in_test = 0;
-// What static initializers of the submission left behind (take_over_process): charged to
-// every test, as forbidden calls of the code under test.
-std::vector<std::string> before_main;
+// What the student library's static initializers left behind while it loaded: charged to every
+// test, as forbidden calls of the code under test.
+std::vector<std::string> left_at_load;
 
 // A rank that dies in a test says so in its file first (write_marker): the grader then stops
 // the launch at once instead of waiting for mpirun to notice (a second or two).
@@ -148,8 +150,17 @@ class Watchdog {
   std::atomic<long long> deadline_{0};
 };
 
-void run_test(const Options& options, const std::string& id, RecordWriter& out,
-              Watchdog& watchdog) {
+// Whether any rank of the launch asks for a fresh process (a student call left a thread
+// running): every rank of the launch takes part, before each test.
+bool any_rank_asks_restart(bool mine) {
+  int asked = mine ? 1 : 0, any = 0;
+  MPI_Allreduce(&asked, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
+// Runs one test; returns whether a student call of it left a thread running.
+bool run_test(const Options& options, const std::string& id, const TestKeys& keys,
+              RecordWriter& out, Watchdog& watchdog) {
   TestCase test;
   try {
     test = parse_test_id(id);
@@ -162,30 +173,25 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   MPI_Comm test_comm = MPI_COMM_NULL;
   const bool mine = world_rank < test.ranks();
   MPI_Comm_split(MPI_COMM_WORLD, mine ? 0 : MPI_UNDEFINED, world_rank, &test_comm);
-  if (!mine) return;
+  if (!mine) return false;
 
   out.begin(id);
   apply_rules_of(test.function);
   current_test = &out;
-  for (const std::string& problem : before_main)
-    out.forbidden(problem, "a static initializer of the submission, before main");
+  for (const std::string& problem : left_at_load)
+    out.forbidden(problem, "a static initializer of the submission, while it loaded");
   in_test = 1;
   watchdog.arm();
-  try {
-    CheckContext context{test, options.seed,        Communicator(test_comm),
-                         out,  options.configs_dir, options.work_dir};
-    if (test.is_speed()) {
-      // The speed bonus's check runs each student call on a thread of its own, and MPI's
-      // turns here.
+  bool left_a_thread = false;
+  {
+    CheckContext context(test, keys, test_comm, out, options.configs_dir, options.work_dir);
+    try {
       check_function(test.function)(context);
-    } else {
-      run_on_student_thread([&] { check_function(test.function)(context); },
-                            /*sealed=*/test.check().collective);
+    } catch (const std::exception& error) {
+      out.error(error.what());
     }
-  } catch (const std::exception& error) {
-    out.error(error.what());
-  } catch (...) {
-    out.error("threw an exception that is not a std::exception");
+    context.record_traffic();
+    left_a_thread = context.left_a_thread();
   }
   watchdog.disarm();
   in_test = 0;
@@ -193,24 +199,55 @@ void run_test(const Options& options, const std::string& id, RecordWriter& out,
   apply_rules_of("");
   out.end(id);
   MPI_Comm_free(&test_comm);
+  return left_a_thread;
 }
 
-// The key of this launch's record hashes and the seed, from <out>/key, which the grader wrote
-// ("<32 hex digits>\n<seed>\n"). Once every rank has them, rank 0 deletes the file: no student
-// code has run yet.
-std::string read_launch_file(const std::string& out_dir, int rank, std::uint64_t& seed) {
-  const std::string path = out_dir + "/key";
-  char text[64] = {};
-  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  const ssize_t size = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-  if (fd >= 0) close(fd);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0) unlink(path.c_str());
-  char* end = nullptr;
-  if (size > 33 && text[32] == '\n') seed = std::strtoull(text + 33, &end, 10);
-  if (end == nullptr || *end != '\n')
-    throw std::runtime_error("cannot read the launch's file " + path);
-  return std::string(text, 32);
+// Runs the tests of this launch; a test after which a student call left a thread running ends
+// the launch (a line "restart" after its end): the grader runs the tests after it in a fresh
+// process.
+void run_launch(int argc, char** argv) {
+  make_private();
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  const Options options = parse_options(argc, argv);
+  allow_calls(options.allowed_mpi, options.allowed_communicator);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
+  set_marker_file(path);
+  Options rank_options = options;
+  rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);
+  std::unique_ptr<RecordWriter> writer;
+  LaunchFile launch;
+  try {
+    launch = take_launch_file(options.out_dir, rank);
+    if (launch.test_keys.size() != options.tests.size())
+      throw std::runtime_error("the launch's file has keys for " +
+                               std::to_string(launch.test_keys.size()) + " tests, not " +
+                               std::to_string(options.tests.size()));
+    writer = std::make_unique<RecordWriter>(path, launch.record_key);
+    if ((mkdir(rank_options.work_dir.c_str(), 0700) != 0 && errno != EEXIST) ||
+        chdir(rank_options.work_dir.c_str()) != 0) {
+      throw std::runtime_error("cannot enter " + rank_options.work_dir + ": " +
+                               std::strerror(errno));
+    }
+    left_at_load = load_student_code();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dtk-grade-runner: %s\n", error.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  report_deaths();
+  Watchdog watchdog(options.test_seconds);
+  bool restart = false;
+  for (std::size_t i = 0; i < options.tests.size(); ++i) {
+    if (i > 0 && any_rank_asks_restart(restart)) {
+      write_marker("restart\n");
+      break;
+    }
+    const TestKeys keys{launch.test_keys[i].first, launch.test_keys[i].second, launch.seed};
+    restart = run_test(rank_options, options.tests[i], keys, *writer, watchdog);
+  }
+  MPI_Finalize();
 }
 
 // "xt::xtensor<...> dtk::f<double>(xt::... const&, int)" -> "dtk::f<double>".
@@ -233,16 +270,17 @@ void report_forbidden_call(const char* call, const void* return_address) {
     return self.dli_fbase;
   }();
   Dl_info caller{};
-  if (dladdr(return_address, &caller) == 0) return;
-  if (caller.dli_fbase == runner_base) {
+  const bool known = dladdr(return_address, &caller) != 0;
+  if (known && caller.dli_fbase == runner_base) {
     // The runner's code: the Communicator's, when a student call made it.
     const std::string communicator = forbidden_communicator_call(call);
     if (!communicator.empty() && current_test != nullptr)
       current_test->forbidden(communicator, "dtk::" + function_under_test() + ", at run time");
     return;
   }
-  std::string where = caller.dli_fname ? caller.dli_fname : "unknown code";
-  if (caller.dli_sname != nullptr) {
+  // Code of no loaded object (written to memory at run time) is the student's too.
+  std::string where = known && caller.dli_fname ? caller.dli_fname : "code outside any library";
+  if (known && caller.dli_sname != nullptr) {
     int status = 0;
     std::unique_ptr<char, decltype(&std::free)> name(
         abi::__cxa_demangle(caller.dli_sname, nullptr, nullptr, &status), &std::free);
@@ -269,35 +307,10 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  before_main = take_over_process();
-  // MPI calls come from the tests' threads, one at a time.
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  const Options options = parse_options(argc, argv);
-  allow_calls(options.allowed_mpi, options.allowed_communicator);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
-  set_marker_file(path);
-  std::unique_ptr<RecordWriter> writer;
-  Options rank_options = options;
-  rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);
-  try {
-    writer = std::make_unique<RecordWriter>(
-        path, read_launch_file(options.out_dir, rank, rank_options.seed));
-    if ((mkdir(rank_options.work_dir.c_str(), 0700) != 0 && errno != EEXIST) ||
-        chdir(rank_options.work_dir.c_str()) != 0) {
-      throw std::runtime_error("cannot enter " + rank_options.work_dir + ": " +
-                               std::strerror(errno));
-    }
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "dtk-grade-runner: %s\n", error.what());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  RecordWriter& out = *writer;
-  report_deaths();
-  Watchdog watchdog(options.test_seconds);
-  for (const std::string& id : options.tests) run_test(rank_options, id, out, watchdog);
-  MPI_Finalize();
-  return 0;
+  if (argc >= 2 && std::string(argv[1]) == "--derive") return derive_main(argc, argv);
+  block_signals();
+  run_launch(argc, argv);
+  // Straight out: no static destructor or exit handler of the submission runs after the tests.
+  std::fflush(nullptr);
+  std::_Exit(0);
 }

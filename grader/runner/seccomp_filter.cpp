@@ -261,8 +261,9 @@ void add_rules(FilterProgram& filter) {
   }
   // prlimit64 reads limits (getrlimit) with a null new limit; it may not set one.
   filter.allow_when_equal(__NR_prlimit64, {{word_of_arg(2), 0}, {word_of_arg(2, true), 0}});
-  // Renaming a thread changes a name other processes read in /proc.
-  filter.refuse_when_one_of(__NR_prctl, 0, {PR_SET_NAME, PR_SET_MM});
+  // Renaming a thread changes a name other processes read in /proc; a dumpable process lets
+  // the others of its user read its memory (/proc/PID/mem), and the runner is not dumpable.
+  filter.refuse_when_one_of(__NR_prctl, 0, {PR_SET_NAME, PR_SET_MM, PR_SET_DUMPABLE});
 
   // Scheduling, affinity and priority: of the calling thread only (pid or who 0).
   for (long nr :

@@ -10,7 +10,8 @@
 // is a bit too), new sockets and sending on MPI's, System V and POSIX message queues, semaphores
 // and shared memory, memfd, io_uring (file operations without system calls), signals to other
 // processes, reading or writing another process's memory, fork and exec (threads are allowed),
-// mounts and namespaces, renaming the thread (its name is readable by other processes), setting
+// mounts and namespaces, renaming the thread (its name is readable by other processes), making
+// the process dumpable (its memory readable by the other processes of its user), setting
 // resource limits, and the scheduling, affinity or priority of anything but the calling thread.
 #pragma once
 

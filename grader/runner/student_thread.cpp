@@ -1,9 +1,12 @@
 #include "student_thread.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,7 +19,11 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <new>
+#include <set>
 #include <stdexcept>
+
+#include <dtk/not_implemented.hpp>
 
 #include "seccomp_filter.hpp"
 
@@ -66,29 +73,110 @@ std::vector<std::string> entries(const char* dir) {
   return names;
 }
 
-// Descriptors 3 and up were opened before main (mpirun hands a rank 0, 1 and 2 only): closed,
-// each a problem. 0, 1 and 2 must be what mpirun gave: pipes, a terminal or /dev/null, not a
-// file or socket another process could read.
-void close_stray_descriptors(std::vector<std::string>& problems) {
+// This process's open descriptors, as "<fd> -> <target>".
+std::vector<std::string> open_descriptor_list() {
+  std::vector<std::string> found;
   const std::string self = "/proc/self/fd";
   for (const std::string& name : entries(self.c_str())) {
-    const int fd = std::atoi(name.c_str());
     char target[512] = {};
     if (readlink((self + "/" + name).c_str(), target, sizeof target - 1) < 0) continue;
-    struct stat info {};
-    if (fstat(fd, &info) != 0) continue;  // the directory listing's own descriptor, now closed
-    if (fd > 2) {
-      problems.push_back(std::string("a file or socket opened (") + target + ")");
-      close(fd);
-    } else if (!S_ISFIFO(info.st_mode) && !S_ISCHR(info.st_mode)) {
-      problems.push_back("standard stream " + name + " replaced (by " + target + ")");
+    found.push_back(name + " -> " + target);
+  }
+  return found;
+}
+
+// The memory this process shares with others: the paths of its shared mappings.
+std::vector<std::string> shared_mapping_paths() {
+  std::vector<std::string> found;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    // "start-end perms offset dev inode path": perms "rw-s" is a shared mapping.
+    const std::size_t perms = line.find(' ');
+    if (perms != std::string::npos && perms + 4 < line.size() && line[perms + 4] == 's')
+      found.push_back(line.substr(line.find_last_of(' ') + 1));
+  }
+  return found;
+}
+
+// The executable pages of the student library, made executable only while student code runs.
+struct Segment {
+  void* start;
+  std::size_t length;
+};
+std::vector<Segment> student_text;
+
+void set_student_code_executable(bool executable) {
+  for (const Segment& segment : student_text) {
+    if (mprotect(segment.start, segment.length, PROT_READ | (executable ? PROT_EXEC : 0)) != 0) {
+      std::fprintf(stderr, "dtk-grade-runner: cannot protect the student library: %s\n",
+                   std::strerror(errno));
+      std::_Exit(3);
     }
   }
 }
 
+// The executable segments of the loaded object whose path is `path`.
+std::vector<Segment> executable_segments(const std::string& path) {
+  struct Search {
+    std::string path;
+    std::vector<Segment> found;
+  } search{path, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto& search = *static_cast<Search*>(data);
+        if (info->dlpi_name == nullptr || search.path != info->dlpi_name) return 0;
+        const long page = sysconf(_SC_PAGESIZE);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& header = info->dlpi_phdr[i];
+          if (header.p_type != PT_LOAD || !(header.p_flags & PF_X)) continue;
+          const std::uintptr_t begin = (info->dlpi_addr + header.p_vaddr) & ~(page - 1);
+          const std::uintptr_t end = info->dlpi_addr + header.p_vaddr + header.p_memsz;
+          search.found.push_back({reinterpret_cast<void*>(begin), end - begin});
+        }
+        return 1;
+      },
+      &search);
+  return search.found;
+}
+
+// What student code threw, as an exception of the runner's: the same standard kind and
+// message. Called in the student thread's catch handler, so that the original's what() and
+// destructor run there.
+std::exception_ptr as_runner_exception() {
+  try {
+    throw;
+  } catch (const NotImplemented& error) {
+    return std::make_exception_ptr(std::logic_error(error.what()));
+  } catch (const std::invalid_argument& error) {
+    return std::make_exception_ptr(std::invalid_argument(error.what()));
+  } catch (const std::domain_error& error) {
+    return std::make_exception_ptr(std::domain_error(error.what()));
+  } catch (const std::length_error& error) {
+    return std::make_exception_ptr(std::length_error(error.what()));
+  } catch (const std::out_of_range& error) {
+    return std::make_exception_ptr(std::out_of_range(error.what()));
+  } catch (const std::logic_error& error) {
+    return std::make_exception_ptr(std::logic_error(error.what()));
+  } catch (const std::range_error& error) {
+    return std::make_exception_ptr(std::range_error(error.what()));
+  } catch (const std::overflow_error& error) {
+    return std::make_exception_ptr(std::overflow_error(error.what()));
+  } catch (const std::underflow_error& error) {
+    return std::make_exception_ptr(std::underflow_error(error.what()));
+  } catch (const std::runtime_error& error) {
+    return std::make_exception_ptr(std::runtime_error(error.what()));
+  } catch (const std::bad_alloc&) {
+    return std::make_exception_ptr(std::bad_alloc());
+  } catch (const std::exception& error) {
+    return std::make_exception_ptr(StudentException(error.what()));
+  } catch (...) {
+    return std::make_exception_ptr(
+        StudentException("threw an exception that is not a std::exception"));
+  }
+}
+
 struct StudentThread {
-  const std::function<void()>* test;
-  bool sealed;
+  const std::function<void()>* code;
   int wake_fd;
   std::exception_ptr error;
 };
@@ -100,13 +188,11 @@ void* student_thread_main(void* argument) {
   sigemptyset(&none);
   pthread_sigmask(SIG_SETMASK, &none, nullptr);
   try {
-    if (thread.sealed) {
-      if (const std::string problem = install_student_filter(); !problem.empty())
-        throw std::runtime_error("the grader could not seal the test's thread: " + problem);
-    }
-    (*thread.test)();
+    if (const std::string problem = install_student_filter(); !problem.empty())
+      throw std::runtime_error("the grader could not seal the test's thread: " + problem);
+    (*thread.code)();
   } catch (...) {
-    thread.error = std::current_exception();
+    thread.error = as_runner_exception();
   }
   sigset_t all;
   sigfillset(&all);
@@ -119,42 +205,78 @@ void* student_thread_main(void* argument) {
 
 }  // namespace
 
-std::vector<std::string> take_over_process() {
-  std::vector<std::string> problems;
-  if (const std::size_t threads = entries("/proc/self/task").size(); threads > 1) {
-    problems.push_back("a thread started (" + std::to_string(threads - 1) + " of them)");
-  }
-  const std::string filters = first_line_of("/proc/self/status", "Seccomp_filters:");
-  const std::string parents =
-      first_line_of("/proc/" + std::to_string(getppid()) + "/status", "Seccomp_filters:");
-  if (!parents.empty() && std::atoi(filters.c_str()) > std::atoi(parents.c_str()))
-    problems.push_back("a seccomp filter installed");
-  {
-    std::ifstream maps("/proc/self/maps");
-    for (std::string line; std::getline(maps, line);) {
-      // "start-end perms offset dev inode path": perms "rw-s" is a shared mapping.
-      const std::size_t perms = line.find(' ');
-      if (perms != std::string::npos && perms + 4 < line.size() && line[perms + 4] == 's')
-        problems.push_back("memory shared with other processes mapped (" +
-                           line.substr(line.find_last_of(' ') + 1) + ")");
-    }
-  }
-  close_stray_descriptors(problems);  // after every file this function opened is closed
+void block_signals() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, nullptr);
+}
+
+std::string load_student_library(const std::string& path) {
+  std::string problem;
+  try {
+    run_student_code([&] {
+      if (dlopen(path.c_str(), RTLD_LAZY | RTLD_GLOBAL) == nullptr) {
+        const char* error = dlerror();
+        problem = error != nullptr ? error : "dlopen failed";
+      }
+    });
+  } catch (const std::exception& error) {
+    problem = std::string("its static initializers threw: ") + error.what();
+  }
+  if (!problem.empty()) return problem;
+  student_text = executable_segments(path);
+  if (student_text.empty()) return "no executable segment of " + path + " was found";
+  set_student_code_executable(false);
+  return "";
+}
+
+LoadState LoadState::now() {
+  LoadState state;
+  state.threads = running_threads();
+  state.seccomp_filters = std::atoi(first_line_of("/proc/self/status", "Seccomp_filters:").c_str());
+  state.shared_mappings = shared_mapping_paths();
+  state.descriptors = open_descriptor_list();
+  return state;
+}
+
+std::vector<std::string> left_by_loading(const LoadState& before) {
+  std::vector<std::string> problems;
+  const LoadState after = LoadState::now();
+  if (after.threads > before.threads) {
+    problems.push_back("a thread started (" + std::to_string(after.threads - before.threads) +
+                       " of them)");
+  }
+  if (after.seccomp_filters > before.seccomp_filters)
+    problems.push_back("a seccomp filter installed");
+  const std::set<std::string> mapped(before.shared_mappings.begin(), before.shared_mappings.end());
+  for (const std::string& mapping : after.shared_mappings) {
+    if (!mapped.count(mapping))
+      problems.push_back("memory shared with other processes mapped (" + mapping + ")");
+  }
+  const std::set<std::string> open(before.descriptors.begin(), before.descriptors.end());
+  for (const std::string& descriptor : after.descriptors) {
+    if (open.count(descriptor)) continue;
+    const int fd = std::atoi(descriptor.c_str());
+    struct stat info {};
+    if (fstat(fd, &info) != 0) continue;  // open_descriptor_list's own listing, now closed
+    problems.push_back("a file or socket opened (" + descriptor.substr(descriptor.find('>') + 2) +
+                       ")");
+    close(fd);
+  }
   return problems;
 }
 
-void run_on_student_thread(const std::function<void()>& test, bool sealed) {
+void run_student_code(const std::function<void()>& code) {
   int wake[2];
   if (pipe2(wake, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("cannot start the test's thread: pipe: ") +
                              std::strerror(errno));
-  StudentThread thread{&test, sealed, wake[1], nullptr};
+  StudentThread thread{&code, wake[1], nullptr};
   wake_main = wake[1];
+  set_student_code_executable(true);
   pthread_t id;
   if (const int error = pthread_create(&id, nullptr, student_thread_main, &thread); error != 0) {
+    set_student_code_executable(false);
     wake_main = -1;
     close(wake[0]);
     close(wake[1]);
@@ -172,6 +294,7 @@ void run_on_student_thread(const std::function<void()>& test, bool sealed) {
     }
   }
   pthread_join(id, nullptr);
+  set_student_code_executable(false);
   wake_main = -1;
   close(wake[0]);
   close(wake[1]);

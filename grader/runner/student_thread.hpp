@@ -1,38 +1,69 @@
-// Where the runner lets student code run: every test on a thread of its own, never on the main
-// thread.
+// Where the runner lets student code run: every student call on a sealed thread of its own,
+// never on the main thread.
 //
 // The main thread, MPI's threads and the watchdog block every signal (they inherit the mask the
 // main thread sets before MPI starts them), so a signal handler a submission installs can only
-// ever run on a student thread. The tests of functions that communicate run sealed: under the
-// seccomp filter of seccomp_filter.hpp, which the thread's end takes away with it, so that the
-// student's code reaches other ranks through MPI only, while the runner's own code (records,
-// the speed bonus's MPI turns) keeps the main thread. Per-thread state a student call changes
-// (CPU affinity, scheduling policy, priority, signal mask) ends with its thread too.
+// ever run on a student thread. Every student call runs sealed: under the seccomp filter of
+// seccomp_filter.hpp, which the thread's end takes away with it, so that the student's code
+// reaches other ranks through MPI only, while the runner's own code (the checks, records, the
+// speed bonus's MPI turns) keeps the main thread. Per-thread state a student call changes (CPU
+// affinity, scheduling policy, priority, signal mask) ends with its thread too.
 //
-// What a submission could do before main (its static initializers run when the runner loads
-// libdtk_student.so) is looked at once, first thing in main.
+// The student library is loaded only once the launch's keys are read and deleted (launch.hpp),
+// on a sealed thread: its static initializers run sealed too, and what they leave is looked at
+// once.
 #pragma once
 
 #include <sched.h>
 #include <sys/resource.h>
 
 #include <array>
+#include <exception>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtk::grade {
 
-// Called first in main, before MPI_Init: what a static initializer of the submission left
-// behind (a thread, memory shared with other processes, an open file or socket, a seccomp
-// filter of its own), one line each; stray descriptors are closed. Then blocks every signal
-// in this thread, and so in every thread it starts from now on.
-std::vector<std::string> take_over_process();
+// Blocks every signal in the calling thread (the main thread, first thing in main), and so in
+// every thread it starts from then on: MPI's and the watchdog.
+void block_signals();
 
-// Runs `test` on a new thread and waits for it; `sealed`: under the student filter. Rethrows
-// what `test` throws. While it runs, the death markers a signal handler or exit() writes on the
-// student thread (write_marker) are written by the waiting main thread.
-void run_on_student_thread(const std::function<void()>& test, bool sealed);
+// Loads the student library at `path` (libdtk_student.so) on a sealed student thread, so that
+// its static initializers run under the filter too, and from then on lets its code execute only
+// while run_student_code runs (anywhere else its pages are not executable, so that nothing but
+// a student call can ever run it). Returns "" or why it could not be loaded.
+std::string load_student_library(const std::string& path);
+
+// What the student library's static initializers left behind while it loaded, compared with
+// `before` (the process just before): a thread, memory shared with other processes, an open
+// file or socket (closed), a seccomp filter of its own; one line each.
+struct LoadState {
+  std::size_t threads = 0;
+  int seccomp_filters = 0;
+  std::vector<std::string> shared_mappings, descriptors;
+  static LoadState now();
+};
+std::vector<std::string> left_by_loading(const LoadState& before);
+
+// Runs `code` on a new sealed thread, with the student library executable, and waits for it.
+// What `code` throws comes back as the standard exception of the same kind (std::invalid_argument,
+// std::runtime_error, ...; another type as StudentException) with the same message: its what()
+// and its destructor, student code, run on the student thread. While it runs, the death markers
+// a signal handler or exit() writes on the student thread (write_marker) are written by the
+// waiting main thread.
+void run_student_code(const std::function<void()>& code);
+
+// An exception of a type the standard library does not name, thrown by student code.
+class StudentException : public std::exception {
+ public:
+  explicit StudentException(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
 
 // The threads of this process now.
 std::size_t running_threads();

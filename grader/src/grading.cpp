@@ -12,6 +12,7 @@
 
 #include "audit.hpp"
 #include "compile.hpp"
+#include "derived_outputs.hpp"
 #include "expected_cache.hpp"
 #include "files.hpp"
 #include "judge.hpp"
@@ -369,6 +370,7 @@ Launcher reference_launcher(const Grading& grading, const Workspace& workspace) 
   Launcher reference;
   reference.sandbox = workspace.sandbox.get();
   reference.sandboxed = false;
+  reference.judging = true;
   reference.runner = grading.toolchain.runner;
   reference.runs_dir = workspace.scratch + "/private/reference";
   reference.configs_dir = grading.toolchain.configs_dir;
@@ -399,6 +401,7 @@ std::map<std::string, TestRun> expected_outputs(const Grading& grading, const La
     if (auto cached = load_expected(cache_dir, cache_key, ids)) return *cached;
   }
   std::map<std::string, TestRun> runs = run_tests(reference, tests, max_ranks);
+  add_derived_outputs(reference, runs, reference.runs_dir + "-derived");
   if (!cache_dir.empty()) save_expected(cache_dir, cache_key, runs);
   return runs;
 }
@@ -513,7 +516,8 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   }
   const Launcher student = student_launcher(grading, workspace, build);
   log << "Running " << runnable.size() << " tests..." << std::endl;
-  const std::map<std::string, TestRun> actual = run_groups(student, runnable);
+  std::map<std::string, TestRun> actual = run_groups(student, runnable);
+  add_derived_outputs(reference, actual, workspace.scratch + "/private/derived");
   const std::map<std::string, TestRun> expected = expected_future.get();
 
   // 6. Compared and scored; a forbidden call costs its part or its function.

@@ -163,18 +163,21 @@ std::string bytes_text(long long bytes) {
   return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
 }
 
-// The student call must move its data through the Communicator it was given, about as much as
-// the reference moves or more (a padded Allreduce moves more and is fine). "About": the
-// Communicator's per-call estimates round down, so the same data in more, smaller calls counts
-// a little less; a quarter less is allowed. The finding names the likely mistake: part of the
-// data was never sent (a chunk or block cut short), or none of it went through that
-// Communicator.
-std::string communication_finding(const TestOutput& expected, const TestOutput& actual) {
-  if (expected.moved <= 0 || 4 * actual.moved >= 3 * expected.moved) return "";
-  const long long moved = std::max(actual.moved, 0LL);
-  std::string text = "moved " + bytes_text(moved) +
-                     " through the Communicator it was given, where the reference moves " +
-                     bytes_text(expected.moved) + ": ";
+// The student's calls must send their data to the other ranks, about as much as the reference
+// sends or more (a padded Allreduce sends more and is fine): `moved` and `expected_moved` are
+// the bytes one rank sent (or, for a collective of one's own, all ranks together: `together`).
+// "About": the Communicator's per-call estimates round down, so the same data in more, smaller
+// calls counts a little less; a quarter less is allowed. The finding names the likely mistake:
+// part of the data was never sent (a chunk or block cut short), or none of it was.
+std::string communication_finding(long long expected_moved, long long moved, bool together) {
+  if (expected_moved <= 0 || 4 * moved >= 3 * expected_moved) return "";
+  moved = std::max(moved, 0LL);
+  std::string text = together ? "the ranks together sent " + bytes_text(moved) +
+                                    " to one another, where the reference's ranks send " +
+                                    bytes_text(expected_moved) + ": "
+                              : "sent " + bytes_text(moved) +
+                                    " to the other ranks, where the reference sends " +
+                                    bytes_text(expected_moved) + ": ";
   if (moved > 0) {
     return text +
            "some of the data never travelled. The usual cause is chunks or blocks cut too "
@@ -182,22 +185,32 @@ std::string communication_finding(const TestOutput& expected, const TestOutput& 
            "or a boundary off by one.\n";
   }
   return text +
-         "nothing went through it. Chunks or blocks cut too short send nothing (count / p is 0 "
+         "nothing went to them. Chunks or blocks cut too short send nothing (count / p is 0 "
          "when the count is smaller than p); otherwise, the data must travel through the calls "
-         "of that Communicator that the part allows, not through files, another communicator "
-         "or MPI calls of your own.\n";
+         "of the Communicator that the part allows, not through files or MPI calls of your "
+         "own.\n";
 }
 
-// A collective of one's own (Part 7): whoever relays it, the data a rank's result depends on
-// must reach that rank from the other ranks, as messages MPI delivered (the reference's record
-// says how much at least; a message a rank sends itself carries nothing).
+// What a rank's result depends on must reach it from the other ranks, as messages MPI
+// delivered (a message a rank sends itself carries nothing): at least what the check says its
+// result needs (a collective of one's own, Part 7, which any algorithm may relay), or else
+// about as much as the reference's rank receives.
 std::string received_finding(const TestOutput& expected, const TestOutput& actual) {
-  if (expected.least_received <= 0 || actual.received >= expected.least_received) return "";
-  return "received " + bytes_text(std::max(actual.received, 0LL)) +
-         " from the other ranks during the call, but its result depends on at least " +
-         bytes_text(expected.least_received) +
-         " of theirs: some of the data it needs never reached it through Send, Recv or "
-         "Sendrecv.\n";
+  const long long least =
+      expected.least_received >= 0 ? expected.least_received : (3 * expected.received + 3) / 4;
+  if (least <= 0 || actual.received >= least) return "";
+  const long long received = std::max(actual.received, 0LL);
+  if (expected.least_received >= 0) {
+    return "received " + bytes_text(received) +
+           " from the other ranks during the call, but its result depends on at least " +
+           bytes_text(least) +
+           " of theirs: some of the data it needs never reached it through the calls the part "
+           "allows.\n";
+  }
+  return "received " + bytes_text(received) +
+         " from the other ranks during the call, where the reference's rank receives " +
+         bytes_text(expected.received) +
+         ": some of the data its result needs never reached it from the other ranks.\n";
 }
 
 // What the student's call threw.
@@ -206,12 +219,13 @@ std::string error_text(const std::string& error) {
   return "threw an exception: " + error;
 }
 
-// Everything wrong with one rank's outputs, one finding per line.
+// Everything wrong with one rank's outputs, one finding per line; `sent` is what its calls sent
+// is judged by (communication_finding), said on every rank.
 std::string rank_findings(const TestOutput& expected, const TestOutput& actual,
-                          const Tolerances& tolerances, const std::string& result_part) {
+                          const Tolerances& tolerances, const std::string& result_part,
+                          const std::string& sent) {
   if (!actual.errors.empty()) return error_text(actual.errors.front());
-  std::string findings =
-      communication_finding(expected, actual) + received_finding(expected, actual);
+  std::string findings = sent + received_finding(expected, actual);
   for (const auto& [name, value] : expected.values) {
     if (!result_part.empty() && value.part != result_part) continue;
     const Value* mine = actual.find(name);
@@ -295,14 +309,25 @@ std::string run_problem(const TestRun& expected, const TestRun& actual) {
 }
 
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
-              const std::string& result_part) {
+              const std::string& result_part, bool sending_shared) {
   Verdict verdict;
   verdict.output = unfinished(expected, actual);
   if (!verdict.output.empty()) return verdict;
+  long long expected_total = 0, total = 0;
+  for (std::size_t r = 0; r < expected.ranks.size(); ++r) {
+    expected_total += std::max(expected.ranks[r].moved, 0LL);
+    total += std::max(actual.ranks[r].moved, 0LL);
+  }
+  const std::string sent_together =
+      sending_shared ? communication_finding(expected_total, total, true) : "";
   // Identical findings of several ranks are reported once.
   std::vector<std::string> per_rank;
   for (std::size_t r = 0; r < expected.ranks.size(); ++r) {
-    per_rank.push_back(rank_findings(expected.ranks[r], actual.ranks[r], tolerances, result_part));
+    const std::string sent = sending_shared ? sent_together
+                                            : communication_finding(expected.ranks[r].moved,
+                                                                    actual.ranks[r].moved, false);
+    per_rank.push_back(
+        rank_findings(expected.ranks[r], actual.ranks[r], tolerances, result_part, sent));
   }
   const std::vector<dtk::RankGroup> findings = dtk::group_identical(per_rank);
   verdict.passed = findings.empty();

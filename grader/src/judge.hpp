@@ -20,10 +20,11 @@ struct Verdict {
 };
 
 // Judges one case: every value, or with `result_part` only the values of that part of the
-// result. On every rank the student call must also have moved about as many bytes as the
-// reference's (at least three quarters of them) through the Communicator it was given.
+// result. On every rank the student's calls must also have sent about as many bytes to the
+// other ranks as the reference's (at least three quarters of them; with `sending_shared`, all
+// ranks together), and received what their result needs from the other ranks (records.hpp).
 Verdict judge(const TestRun& expected, const TestRun& actual, const Tolerances& tolerances,
-              const std::string& result_part = "");
+              const std::string& result_part = "", bool sending_shared = false);
 
 // Why a case cannot be judged at all, ending in a newline: the reference failed on it (a problem
 // of the kit), the student's run did not finish (crash, timeout), or the student's call threw

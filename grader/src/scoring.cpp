@@ -78,7 +78,8 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
     if (run.actual == nullptr) {
       verdict.output = run.blocked + "\n";
     } else {
-      verdict = judge(*run.expected, *run.actual, tolerances, item.whole_result ? "" : item.name);
+      verdict = judge(*run.expected, *run.actual, tolerances, item.whole_result ? "" : item.name,
+                      parse_test_id(id).check().sending_shared);
     }
     if (verdict.passed) {
       judgement.passed.push_back(label);

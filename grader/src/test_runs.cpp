@@ -7,10 +7,10 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <stdexcept>
 
 #include "files.hpp"
+#include "launch_file.hpp"
 
 namespace dtk::grade {
 
@@ -125,23 +125,29 @@ bool died(const std::vector<TestOutput>& outputs, const Outcome& outcome) {
   return outcome.over_limit.empty() && !outcome.stopped_by_signal && !outcome.timed_out;
 }
 
-// What the runner must know but the code under test must not: a fresh random key for the
-// launch's record hashes and the seed of the inputs, in <dir>/key ("<32 hex digits>\n<seed>\n"),
-// which the runner reads and deletes before any test. Returns the key. The directory is new;
-// O_EXCL and O_NOFOLLOW refuse anything another process of the sandbox user could have put there
-// meanwhile; readable by the sandbox user whatever the umask.
-std::string write_launch_file(const std::string& dir, std::uint64_t seed) {
-  std::random_device random;
-  char key[33];
-  for (int i = 0; i < 4; ++i) std::snprintf(key + 8 * i, 9, "%08x", random());
-  const std::string text = std::string(key) + "\n" + std::to_string(seed) + "\n";
-  const std::string path = dir + "/key";
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  const bool written = fd >= 0 && fchmod(fd, 0644) == 0 &&
-                       write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (fd >= 0) close(fd);
-  if (!written) throw std::runtime_error("cannot write " + path);
-  return key;
+// What each rank of the runner must know but the code under test must not read elsewhere: a
+// fresh key for its record hashes and its own input keys (launch_file.hpp), in
+// <dir>/rank<R>.key, which that rank reads and deletes before any student code is loaded.
+// Returns the record keys, by rank. The directory is new; O_EXCL and O_NOFOLLOW refuse anything
+// another process of the sandbox user could have put there meanwhile; readable by the sandbox
+// user whatever the umask.
+std::vector<std::string> write_launch_files(const std::string& dir, int ranks,
+                                            const std::vector<TestCase>& tests, std::uint64_t seed,
+                                            bool judging) {
+  std::vector<std::string> ids;
+  for (const TestCase& test : tests) ids.push_back(test.id());
+  std::vector<std::string> record_keys;
+  for (int r = 0; r < ranks; ++r) {
+    const LaunchFile file = launch_file_for(r, ids, seed, judging);
+    const std::string text = file.text(), path = launch_file_path(dir, r);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const bool written = fd >= 0 && fchmod(fd, 0644) == 0 &&
+                         write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) close(fd);
+    if (!written) throw std::runtime_error("cannot write " + path);
+    record_keys.push_back(file.record_key);
+  }
+  return record_keys;
 }
 
 }  // namespace
@@ -161,7 +167,8 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     } else {
       fs::create_directories(out_dir);
     }
-    const std::string key = write_launch_file(out_dir, launcher.seed);
+    const std::vector<std::string> keys =
+        write_launch_files(out_dir, ranks, remaining, launcher.seed, launcher.judging);
     Command command;
     command.argv = mpirun_command(launcher, out_dir, remaining, ranks);
     command.cwd = out_dir;
@@ -195,7 +202,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
       std::string text, problem;
       if (read_regular_file(out_dir + "/rank" + std::to_string(r) + ".out", kMaxRankFile, text,
                             problem)) {
-        per_rank[r] = parse_rank_output(text, key);
+        per_rank[r] = parse_rank_output(text, keys[r]);
       }
     }
     // What filled the disk goes at once, or every later launch would be over the limit too.

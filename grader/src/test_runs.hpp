@@ -30,6 +30,9 @@ struct TestRun {
 struct Launcher {
   const Sandbox* sandbox = nullptr;
   bool sandboxed = true;
+  // The reference's launch: its ranks are given the seed, to make every rank's inputs (the known
+  // mistakes, check_context.hpp); a student's ranks get their own input keys only.
+  bool judging = false;
   std::string runner;       // dtk-grade-runner, its libdtk_student.so beside it
   std::string runs_dir;     // the grader's: one subdirectory per launch is made here
   std::string configs_dir;  // named model configs

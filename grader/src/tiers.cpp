@@ -41,7 +41,11 @@ TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestR
   }
   const Value* mine = real_named(actual, tiers.value);
   const double best = reference->values[0];
-  result.value = mine != nullptr ? std::max(mine->values[0], 0.0) : 0;
+  const double value = mine != nullptr ? std::max(mine->values[0], 0.0) : 0;
+  // The reference's search is exhaustive: nothing beats it unless the kit is wrong. Such a value
+  // earns the full share and counts as the reference's (the leaderboard too), and says so.
+  const bool beats = value > best * (1 + 1e-9);
+  result.value = std::min(value, best);
   const double ratio = result.value / best;
   for (const TierLevel& level : tiers.levels) {
     if (ratio >= level.at_least) {
@@ -58,9 +62,16 @@ TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestR
     earned = "nothing (the lowest tier asks for " + formatted("%g", tiers.levels.back().at_least) +
              " of the reference's)";
   }
-  result.output = tiers.value + " " + formatted("%.4f", result.value) + ", " +
-                  formatted("%.3f", ratio) + " of the reference's " + formatted("%.4f", best) +
-                  ": " + earned + ".\n" + outcomes(actual);
+  result.output = tiers.value + " " + formatted("%.4f", value) + ", " +
+                  formatted("%.3f", value / best) + " of the reference's " +
+                  formatted("%.4f", best) + ": " + earned + ".\n" +
+                  (beats ? "  This beats the kit's exhaustive search, which should be "
+                           "impossible: it counts as the reference's " +
+                               formatted("%.4f", best) +
+                               " (capped), and the course staff should hear of it (the "
+                               "simulator or the search may be wrong).\n"
+                         : "") +
+                  outcomes(actual);
   return result;
 }
 

@@ -136,7 +136,7 @@ TEST_CASE("a schedule reads as F0 F1 B0 ... and a known mistake is named", "[jud
   CHECK_THAT(verdict.output, Contains("This is exactly what a warm-up one forward too short"));
 }
 
-TEST_CASE("bytes missing from the Communicator name the likely cause", "[judge]") {
+TEST_CASE("bytes not sent to the other ranks name the likely cause", "[judge]") {
   TestRun reference = run({{"out", tensor({1, 2, 3, 4}, {2, 2}, "double")}}, 1);
   reference.ranks[0].moved = 72;
   TestRun short_chunks = reference, nothing = reference, enough = reference;
@@ -144,13 +144,28 @@ TEST_CASE("bytes missing from the Communicator name the likely cause", "[judge]"
   nothing.ranks[0].moved = 0;
   enough.ranks[0].moved = 60;  // the per-call estimates round down: a quarter less passes
   const std::string some = judge(reference, short_chunks, tolerances).output;
-  CHECK_THAT(some, Contains("moved 48 bytes through the Communicator it was given, where the "
-                            "reference moves 72 bytes: some of the data never travelled"));
+  CHECK_THAT(some, Contains("sent 48 bytes to the other ranks, where the reference sends 72 "
+                            "bytes: some of the data never travelled"));
   CHECK_THAT(some, Contains("chunks or blocks cut too short"));
   CHECK_THAT(some, !Contains("files"));
   CHECK_THAT(judge(reference, nothing, tolerances).output,
-             Contains("moved 0 bytes") && Contains("nothing went through it"));
+             Contains("sent 0 bytes") && Contains("nothing went to them"));
   CHECK(judge(reference, enough, tolerances).passed);
+}
+
+TEST_CASE("a collective of one's own is judged by what its ranks sent together", "[judge]") {
+  TestRun reference = expected, tree = expected, short_ring = expected;
+  for (TestOutput& rank : reference.ranks) rank.moved = 40;  // a ring: 80 in all
+  tree.ranks[0].moved = 80;                                  // a tree: one rank does the sending
+  tree.ranks[1].moved = 0;
+  short_ring.ranks[0].moved = 20;
+  short_ring.ranks[1].moved = 20;
+  CHECK(judge(reference, tree, tolerances, "", /*sending_shared=*/true).passed);
+  CHECK_FALSE(judge(reference, tree, tolerances).passed);  // rank by rank, rank 1 sent nothing
+  const Verdict verdict = judge(reference, short_ring, tolerances, "", true);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("[ranks 0-1] the ranks together sent 40 bytes to one "
+                                      "another, where the reference's ranks send 80 bytes"));
 }
 
 TEST_CASE("a rank that received less from the others than its result needs fails", "[judge]") {
@@ -163,4 +178,16 @@ TEST_CASE("a rank that received less from the others than its result needs fails
   CHECK_FALSE(verdict.passed);
   CHECK_THAT(verdict.output, Contains("[rank 1] received 8 bytes from the other ranks"));
   CHECK_THAT(verdict.output, Contains("at least 16 bytes of theirs"));
+}
+
+TEST_CASE("without a least, a rank must receive about what the reference's receives", "[judge]") {
+  TestRun reference = expected, actual = expected;
+  for (TestOutput& rank : reference.ranks) rank.received = 100;  // no least stated: -1
+  for (TestOutput& rank : actual.ranks) rank.received = 75;      // a quarter less passes
+  CHECK(judge(reference, actual, tolerances).passed);
+  actual.ranks[0].received = 74;
+  const Verdict verdict = judge(reference, actual, tolerances);
+  CHECK_FALSE(verdict.passed);
+  CHECK_THAT(verdict.output, Contains("[rank 0] received 74 bytes from the other ranks during "
+                                      "the call, where the reference's rank receives 100 bytes"));
 }

