@@ -138,3 +138,17 @@ add_test(NAME grader_refuses_without_sandbox
                  $<TARGET_FILE:dtk-grade> ${PROJECT_SOURCE_DIR}/starter)
 set_tests_properties(grader_refuses_without_sandbox PROPERTIES
                      PASS_REGULAR_EXPRESSION "not run as root, so there is no sandbox.*--no-sandbox")
+
+# Assignment 3 (and Part 7 again) against a red team with the grader's source (issue 31: 120
+# of 120 for code worth 54). Each attack class gets what its code deserves; each of these
+# self-tests failed on the grader the red team attacked (the attack worked there). The attacks
+# that compute or find instead of communicating fall back, when there is nothing to find, to
+# something plausible, right on one rank only: what that earns is what their code deserves.
+# Unlike the ones above, each grades only the parts it attacks (and Part 9 for Part 7's, whose
+# helpers live in zero/zero.cpp), to keep `make test` within its time.
+# Class 1: every rank's inputs (and the expected values) live in the process under test: the
+# whole logits, the whole sequences of q, k, v and dout, every rank's routing, found in memory.
+dtk_grade_selftest(hostile_inputs_in_memory ASSIGNMENT 3 OVERLAY hostile_inputs_in_memory
+                   PARTS 10,11,12
+                   EXPECT vocab_parallel_cross_entropy=half ring_attention_forward=half
+                          ring_attention_backward=half moe_dispatch=zero others=full)
