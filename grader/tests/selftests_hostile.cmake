@@ -152,3 +152,9 @@ dtk_grade_selftest(hostile_inputs_in_memory ASSIGNMENT 3 OVERLAY hostile_inputs_
                    PARTS 10,11,12
                    EXPECT vocab_parallel_cross_entropy=half ring_attention_forward=half
                           ring_attention_backward=half moe_dispatch=zero others=full)
+# Class 2: what moves follows a formula the feedback prints (and Part 12's routing is drawn
+# from seed 0, from the case's text, which the runner's command line holds).
+dtk_grade_selftest(hostile_values_from_formula ASSIGNMENT 3 OVERLAY hostile_values_from_formula
+                   PARTS 10,12
+                   EXPECT sp_all_gather=half vocab_parallel_embedding=half moe_dispatch=zero
+                          others=full)
