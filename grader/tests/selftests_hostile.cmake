@@ -158,3 +158,10 @@ dtk_grade_selftest(hostile_values_from_formula ASSIGNMENT 3 OVERLAY hostile_valu
                    PARTS 10,12
                    EXPECT sp_all_gather=half vocab_parallel_embedding=half moe_dispatch=zero
                           others=full)
+# Class 3: bytes counted in the Communicator object handed over: wrong_moe_broadcast's traffic
+# through a second Communicator on the same MPI communicator costs what wrong_moe_broadcast
+# costs.
+dtk_grade_selftest(hostile_moe_broadcast_side_communicator ASSIGNMENT 3
+                   OVERLAY hostile_moe_broadcast_side_communicator PARTS 12
+                   EXPECT moe_dispatch=minor others=full
+                   EXPECT_OUTPUT "bytes sent beyond each row sent once")
