@@ -165,3 +165,18 @@ dtk_grade_selftest(hostile_moe_broadcast_side_communicator ASSIGNMENT 3
                    OVERLAY hostile_moe_broadcast_side_communicator PARTS 12
                    EXPECT moe_dispatch=minor others=full
                    EXPECT_OUTPUT "bytes sent beyond each row sent once")
+# Class 4: the run-time trap watched one thread, and the audit what graded functions name: a
+# forbidden collective called on a thread started inside the call, through a pointer a static
+# initializer of another student file sets, costs the function that reaches it (a) in Part 11,
+# (b) in Part 7 (hostile_collective_via_zero's attack, past both).
+dtk_grade_selftest(hostile_threaded_collectives_ring ASSIGNMENT 3
+                   OVERLAY hostile_threaded_collectives_ring PARTS 10,11
+                   EXPECT ring_attention_forward=zero ring_attention_backward=zero others=full
+                   EXPECT_OUTPUT "dtk::ring_attention_forward gets no points"
+                                 "dtk::ring_attention_backward gets no points"
+                                 "Communicator::Allgather" "Communicator::Reduce_scatter")
+dtk_grade_selftest(hostile_threaded_collective_via_zero ASSIGNMENT 2
+                   OVERLAY hostile_threaded_collective_via_zero PARTS 7,9 ARGS --bonus-later
+                   EXPECT my_allreduce=zero my_allgather=zero my_reduce_scatter=zero others=full
+                   EXPECT_OUTPUT "Communicator::Allreduce" "Communicator::Allgather"
+                                 "Communicator::Reduce_scatter")
