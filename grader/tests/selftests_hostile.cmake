@@ -180,3 +180,10 @@ dtk_grade_selftest(hostile_threaded_collective_via_zero ASSIGNMENT 2
                    EXPECT my_allreduce=zero my_allgather=zero my_reduce_scatter=zero others=full
                    EXPECT_OUTPUT "Communicator::Allreduce" "Communicator::Allgather"
                                  "Communicator::Reduce_scatter")
+# Class 5: Part 13 judged in the process it runs in: the cluster the check simulates with,
+# rewritten in memory (a million times the memory and bandwidth), and a trivial plan, gets
+# what the trivial plan gets on the real clusters (it fits on one case of 15), and the
+# leaderboard the MFU the trivial plan reaches there.
+dtk_grade_selftest(hostile_planner_rewrites_cluster ASSIGNMENT 3
+                   OVERLAY hostile_planner_rewrites_cluster PARTS 13 EXPECT plan_training=half
+                   EXPECT_OUTPUT "Leaderboard +Part 13: mean MFU +0\\.0380")
