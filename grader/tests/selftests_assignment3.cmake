@@ -81,6 +81,10 @@ dtk_grade_mistake(wrong_moe_gates_ignored ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "the gates ignored")
 dtk_grade_mistake(wrong_moe_gates_twice ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "each gate applied twice")
+# A correct alternative from an outside catalogue (issue 31) costs nothing: one count per rank
+# exchanged, each row's expert id sent with it (expert_parallel.hpp allows it), so a rank
+# without tokens moves fewer bytes than the reference's count exchange.
+dtk_grade_mistake(alternative_moe_rank_counts ASSIGNMENT 3 COSTS moe_dispatch=full)
 
 # Part 13 (scored by tiers of MFU against the kit's search): a planner that ignores memory gets
 # 0 where the fastest plan does not fit, a naive one (data parallelism only) low tiers, a good
