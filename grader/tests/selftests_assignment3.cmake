@@ -96,6 +96,9 @@ dtk_grade_mistake(planner_data_parallel_only ASSIGNMENT 3 COSTS plan_training=ha
                   EXPECT_OUTPUT "your plan tp=1 cp=1 pp=1 dp=8 ")
 dtk_grade_mistake(planner_no_context_parallel ASSIGNMENT 3 COSTS plan_training=minor
                   EXPECT_OUTPUT "0\\.25 of this case's points")
+# A planner without expert parallelism (an outside catalogue's, issue 31) loses the cases where
+# it is what lets a small batch of long sequences spread over many GPUs (the patch names some).
+dtk_grade_mistake(planner_no_expert_parallel ASSIGNMENT 3 COSTS plan_training=minor)
 
 # --parts grades the parts asked for and leaves the others out of the run, the table and the
 # totals.
