@@ -35,6 +35,13 @@ dtk_grade_mistake(wrong_sp_all_gather_no_interleave ASSIGNMENT 3 COSTS sp_all_ga
                   EXPECT_OUTPUT "the batch not interleaved")
 dtk_grade_mistake(forbidden_sp_all_gather_sendrecv ASSIGNMENT 3 COSTS sp_all_gather=zero
                   EXPECT_OUTPUT "dtk::sp_all_gather gets no points" "Communicator::Sendrecv")
+# From an outside catalogue (issue 31). (log s + m) − t loses float's precision at logits of
+# ±10⁴, which only a float case of them shows; a function that never throws
+# std::invalid_argument loses the bad-argument item of its function.
+dtk_grade_mistake(wrong_cross_entropy_loss_order ASSIGNMENT 3
+                  COSTS vocab_parallel_cross_entropy=minor
+                  EXPECT_OUTPUT "Wrong on [^;]*float rows=[0-9]+ local_vocab=[0-9]+ large")
+dtk_grade_mistake(wrong_attention_heads_no_refusal ASSIGNMENT 3 COSTS attention_heads=minor)
 
 # Part 11: the ring functions are checked on the grader's own positions, so a wrong
 # cp_positions costs 11.1 alone; a merge weighted by count also costs the forward that merges
@@ -56,6 +63,10 @@ dtk_grade_mistake(deadlock_cp_ring_blocking_sends ASSIGNMENT 3 COSTS ring_attent
                                 "probably a deadlock")
 dtk_grade_mistake(forbidden_cp_allgather ASSIGNMENT 3 COSTS ring_attention_forward=zero
                   EXPECT_OUTPUT "Communicator::Allgather")
+# From an outside catalogue (issue 31): a zig-zag length that cp_size divides and 2 · cp_size
+# does not (12 on 4 ranks) must be refused too.
+dtk_grade_mistake(wrong_cp_zigzag_length_unchecked ASSIGNMENT 3 COSTS cp_positions=minor
+                  EXPECT_OUTPUT "cp_positions\\(12, 4, [0-9]+, true\\)")
 
 # Part 12.
 dtk_grade_mistake(wrong_moe_grouped_by_source ASSIGNMENT 3 COSTS moe_dispatch=half
@@ -70,6 +81,10 @@ dtk_grade_mistake(wrong_moe_gates_ignored ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "the gates ignored")
 dtk_grade_mistake(wrong_moe_gates_twice ASSIGNMENT 3 COSTS moe_combine=half
                   EXPECT_OUTPUT "each gate applied twice")
+# A correct alternative from an outside catalogue (issue 31) costs nothing: one count per rank
+# exchanged, each row's expert id sent with it (expert_parallel.hpp allows it), so a rank
+# without tokens moves fewer bytes than the reference's count exchange.
+dtk_grade_mistake(alternative_moe_rank_counts ASSIGNMENT 3 COSTS moe_dispatch=full)
 
 # Part 13 (scored by tiers of MFU against the kit's search): a planner that ignores memory gets
 # 0 where the fastest plan does not fit, a naive one (data parallelism only) low tiers, a good
@@ -81,6 +96,9 @@ dtk_grade_mistake(planner_data_parallel_only ASSIGNMENT 3 COSTS plan_training=ha
                   EXPECT_OUTPUT "your plan tp=1 cp=1 pp=1 dp=8 ")
 dtk_grade_mistake(planner_no_context_parallel ASSIGNMENT 3 COSTS plan_training=minor
                   EXPECT_OUTPUT "0\\.25 of this case's points")
+# A planner without expert parallelism (an outside catalogue's, issue 31) loses the cases where
+# it is what lets a small batch of long sequences spread over many GPUs (the patch names some).
+dtk_grade_mistake(planner_no_expert_parallel ASSIGNMENT 3 COSTS plan_training=minor)
 
 # --parts grades the parts asked for and leaves the others out of the run, the table and the
 # totals.

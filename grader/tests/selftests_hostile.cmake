@@ -138,3 +138,62 @@ add_test(NAME grader_refuses_without_sandbox
                  $<TARGET_FILE:dtk-grade> ${PROJECT_SOURCE_DIR}/starter)
 set_tests_properties(grader_refuses_without_sandbox PROPERTIES
                      PASS_REGULAR_EXPRESSION "not run as root, so there is no sandbox.*--no-sandbox")
+
+# Assignment 3 (and Part 7 again) against a red team with the grader's source (issue 31: 120
+# of 120 for code worth 54). Each attack class gets what its code deserves; each of these
+# self-tests failed on the grader the red team attacked (the attack worked there). The attacks
+# that compute or find instead of communicating fall back, when there is nothing to find, to
+# something plausible, right on one rank only: what that earns is what their code deserves.
+# Unlike the ones above, each grades only the parts it attacks (and Part 9 for Part 7's, whose
+# helpers live in zero/zero.cpp), to keep `make test` within its time.
+# Class 1: every rank's inputs (and the expected values) live in the process under test: the
+# whole logits, the whole sequences of q, k, v and dout, every rank's routing, found in memory.
+dtk_grade_selftest(hostile_inputs_in_memory ASSIGNMENT 3 OVERLAY hostile_inputs_in_memory
+                   PARTS 10,11,12
+                   EXPECT vocab_parallel_cross_entropy=half ring_attention_forward=half
+                          ring_attention_backward=half moe_dispatch=zero others=full)
+# Class 2: what moves follows a formula the feedback prints (and Part 12's routing is drawn
+# from seed 0, from the case's text, which the runner's command line holds).
+dtk_grade_selftest(hostile_values_from_formula ASSIGNMENT 3 OVERLAY hostile_values_from_formula
+                   PARTS 10,12
+                   EXPECT sp_all_gather=half vocab_parallel_embedding=half moe_dispatch=zero
+                          others=full)
+# Class 3: bytes counted in the Communicator object handed over: wrong_moe_broadcast's traffic
+# through a second Communicator on the same MPI communicator costs what wrong_moe_broadcast
+# costs.
+dtk_grade_selftest(hostile_moe_broadcast_side_communicator ASSIGNMENT 3
+                   OVERLAY hostile_moe_broadcast_side_communicator PARTS 12
+                   EXPECT moe_dispatch=minor others=full
+                   EXPECT_OUTPUT "bytes sent beyond each row sent once")
+# Class 4: the run-time trap watched one thread, and the audit what graded functions name: a
+# forbidden collective called on a thread started inside the call, through a pointer a static
+# initializer of another student file sets, costs the function that reaches it (a) in Part 11,
+# (b) in Part 7 (hostile_collective_via_zero's attack, past both).
+dtk_grade_selftest(hostile_threaded_collectives_ring ASSIGNMENT 3
+                   OVERLAY hostile_threaded_collectives_ring PARTS 10,11
+                   EXPECT ring_attention_forward=zero ring_attention_backward=zero others=full
+                   EXPECT_OUTPUT "dtk::ring_attention_forward gets no points"
+                                 "dtk::ring_attention_backward gets no points"
+                                 "Communicator::Allgather" "Communicator::Reduce_scatter")
+dtk_grade_selftest(hostile_threaded_collective_via_zero ASSIGNMENT 2
+                   OVERLAY hostile_threaded_collective_via_zero PARTS 7,9 ARGS --bonus-later
+                   EXPECT my_allreduce=zero my_allgather=zero my_reduce_scatter=zero others=full
+                   EXPECT_OUTPUT "Communicator::Allreduce" "Communicator::Allgather"
+                                 "Communicator::Reduce_scatter")
+# Class 5: Part 13 judged in the process it runs in: the cluster the check simulates with,
+# rewritten in memory (a million times the memory and bandwidth), and a trivial plan, gets
+# what the trivial plan gets on the real clusters (it fits on one case of 15), and the
+# leaderboard the MFU the trivial plan reaches there.
+dtk_grade_selftest(hostile_planner_rewrites_cluster ASSIGNMENT 3
+                   OVERLAY hostile_planner_rewrites_cluster PARTS 13 EXPECT plan_training=half
+                   EXPECT_OUTPUT "Leaderboard +Part 13: mean MFU +0\\.0380")
+# Class 6: System V IPC objects outlive a grading (three shared-memory segments of 16 MiB, a
+# message queue and a semaphore set, mode 0666, from a static initializer and from Part 13's
+# unsealed plan_training). The code earns its points (it moves nothing between ranks; should
+# the audit come to refuse shmget, msgget and semget instead of each launch getting an IPC
+# namespace of its own, plan_training loses them: EXPECT 13=zero and the output naming
+# shmget). What it must not do is leave the objects behind, which only a comparison of the
+# IPC objects (ipcs) before and after the grading sees: grade_submission.cmake gains it on
+# branch grader-infra; until then this test passes whatever the grading leaves.
+dtk_grade_selftest(hostile_ipc_left_behind ASSIGNMENT 3 OVERLAY hostile_ipc_left_behind
+                   PARTS 13 GUARD EXPECT 13=full)
