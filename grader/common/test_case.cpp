@@ -365,7 +365,8 @@ TestCase parse_plan(const CheckInfo& check, const std::string& text) {
   TestCase test = with_arg(check, text);
   const std::string expected =
       " (expected model=NAME cluster=NAME tokens=T seq=S: two config names of grader/configs, "
-      "a whole number of tokens and a sequence length that divides it)";
+      "a whole number of tokens and a sequence length; a batch that is not a positive multiple "
+      "of the sequence length is a case plan_training must refuse)";
   std::istringstream tokens(text);
   std::vector<std::string> words;
   for (std::string word; tokens >> word;) words.push_back(word);
@@ -385,8 +386,7 @@ TestCase parse_plan(const CheckInfo& check, const std::string& text) {
   test.model = name(words[0]);
   test.cluster = name(words[1]);
   const Field batch = field_of(words[2]), seq = field_of(words[3]);
-  if (!batch.whole_in(1, 1e12) || !seq.count_in(1, 1 << 24) ||
-      std::fmod(*batch.number, *seq.number) != 0)
+  if (!batch.whole_in(0, 1e12) || !seq.count_in(0, 1 << 24))
     bad_case(check.function, text, "has no batch" + expected);
   test.tokens = *batch.number;
   test.seq = static_cast<int>(*seq.number);

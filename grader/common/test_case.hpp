@@ -31,7 +31,7 @@
 //           and words the check declares (CheckInfo::case_words), numbers as values
 //   plan    "model=NAME cluster=NAME tokens=T seq=S" (assignment 3, Part 13): a model config and
 //           a cluster config from grader/configs (each NAME.json), a global batch of T tokens
-//           in sequences of S
+//           in sequences of S (a batch that is not a positive multiple of S: one to refuse)
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,9 @@
 // plan) is what the manifest's tiers compare with the reference's (the kit's search). The
 // student's plan and its simulation are the test's outcome, shown in its feedback; the
 // reference's plan is never shown.
+#include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include <xtensor/xadapt.hpp>
 
@@ -92,6 +94,23 @@ void check_plan_training(CheckContext& context) {
   std::snprintf(batch, sizeof batch, "batch %.0f tokens = %.0f sequences of %d", test.tokens,
                 test.tokens / test.seq, test.seq);
   context.out.note(batch);
+  if (test.seq < 1 || test.tokens < test.seq || std::fmod(test.tokens, test.seq) != 0) {
+    // No plan can train it: the contract asks for std::invalid_argument. Judged exactly (a
+    // case of a tiered function that records no MFU, tiers.hpp).
+    long long outcome = 0;
+    try {
+      context.call([&] { plan_training(model, cluster, test.tokens, test.seq); });
+    } catch (const std::invalid_argument&) {
+      outcome = 1;
+    } catch (const std::exception&) {
+      outcome = 2;
+    }
+    context.out.integer(
+        "a batch that is not a positive multiple of seq_len: throws std::invalid_argument (1: "
+        "it does, 0: returns a plan, 2: throws another type)",
+        outcome);
+    return;
+  }
   const TrainingPlan plan =
       context.call([&] { return plan_training(model, cluster, test.tokens, test.seq); });
   const std::vector<std::int64_t> fields = plan_fields(plan);
@@ -104,9 +123,10 @@ void check_plan_training(CheckContext& context) {
 void derive_plan(DeriveContext& context) {
   const TestCase& test = context.test;
   const Value* evidence = context.evidence(0, "plan");
+  if (evidence == nullptr) return;  // a batch to refuse: nothing to simulate
   TrainingPlan plan;
   RecordWriter& out = *context.out[0];
-  if (evidence == nullptr || !plan_of_fields(evidence->values, plan)) {
+  if (!plan_of_fields(evidence->values, plan)) {
     out.outcome("no plan was returned");
     out.real("mfu", 0);
     return;

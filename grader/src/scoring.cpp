@@ -94,8 +94,10 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
 
 // By tiers: each case earns its share of the item's points (the item's points shared equally
 // by its cases).
-ItemJudgement judge_tiered_item(const Tiers& tiers, const RubricItem& item,
+ItemJudgement judge_tiered_item(const Manifest& manifest, const Tiers& tiers,
+                                const RubricItem& item,
                                 const std::map<std::string, CaseOutcome>& cases) {
+  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
   ItemJudgement judgement;
   double shares = 0;
   for (const std::string& id : item.cases) {
@@ -105,8 +107,8 @@ ItemJudgement judge_tiered_item(const Tiers& tiers, const RubricItem& item,
     const CaseOutcome& run = outcome->second;
     TieredCase tiered;
     tiered.output = run.blocked + "\n";
-    if (run.actual != nullptr) tiered = judge_tiered(tiers, *run.expected, *run.actual);
-    judgement.values[id] = tiered.value;
+    if (run.actual != nullptr) tiered = judge_tiered(tiers, *run.expected, *run.actual, tolerances);
+    if (tiered.counts_on_leaderboard) judgement.values[id] = tiered.value;
     shares += tiered.share;
     (tiered.share == 1 ? judgement.passed : judgement.failed).push_back(label);
     if (tiered.share < 1)
@@ -146,7 +148,7 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
       const auto tiers = part.tiers.find(item.function);
       ItemJudgement judgement = tiers == part.tiers.end()
                                     ? judge_item(manifest, item, cases)
-                                    : judge_tiered_item(tiers->second, item, cases);
+                                    : judge_tiered_item(manifest, tiers->second, item, cases);
       if (judgement.passed.empty() && judgement.failed.empty()) continue;  // none of its cases ran
       weights += item.weight;
       judged.emplace_back(&item, std::move(judgement));

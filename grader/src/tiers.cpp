@@ -26,7 +26,8 @@ std::string outcomes(const TestRun& actual) {
 
 }  // namespace
 
-TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestRun& actual) {
+TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestRun& actual,
+                        const Tolerances& tolerances) {
   TieredCase result;
   const std::string problem = run_problem(expected, actual);
   if (!problem.empty()) {
@@ -34,6 +35,14 @@ TieredCase judge_tiered(const Tiers& tiers, const TestRun& expected, const TestR
     return result;
   }
   const Value* reference = real_named(expected, tiers.value);
+  if (reference == nullptr && !expected.ranks.empty() && !expected.ranks.front().values.empty()) {
+    // A case with no figure of merit (arguments to refuse): right or wrong, as other items.
+    const Verdict verdict = judge(expected, actual, tolerances);
+    result.share = verdict.passed ? 1 : 0;
+    result.output = verdict.output;
+    result.counts_on_leaderboard = false;
+    return result;
+  }
   if (reference == nullptr || !(reference->values[0] > 0)) {
     result.output = "the reference solution has no " + tiers.value +
                     " on this test (a problem of the grading kit, not of the submission)\n";

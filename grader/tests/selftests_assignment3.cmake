@@ -6,7 +6,7 @@
 # starter none.
 dtk_grade_selftest(assignment3_solutions ASSIGNMENT 3
                    EXPECT 10=full 11=full 12=full 13=full
-                   EXPECT_OUTPUT "Seed 7" "Leaderboard +Part 13: mean MFU +0\\.6376")
+                   EXPECT_OUTPUT "Seed 7" "Leaderboard +Part 13: mean MFU +0\\.6162")
 dtk_grade_selftest(assignment3_starter ASSIGNMENT 3 BASE starter
                    EXPECT 10=zero 11=zero 12=zero 13=zero
                    EXPECT_OUTPUT "not implemented yet: NotImplemented: dtk::qkv_columns"

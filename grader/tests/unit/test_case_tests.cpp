@@ -111,8 +111,11 @@ TEST_CASE("a bad plan case is refused with a message naming it", "[test_case]") 
                     Contains("\"cluster=c\" is not model="));
   CHECK_THROWS_WITH(parse_test_case("plan_training", "model=../m cluster=c tokens=8192 seq=4096"),
                     Contains("not a config name"));
-  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8000 seq=4096"),
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=-1 seq=4096"),
                     Contains("has no batch"));
-  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8192 seq=0"),
+  CHECK_THROWS_WITH(parse_test_case("plan_training", "model=m cluster=c tokens=8192 seq=2.5"),
                     Contains("has no batch"));
+  // A batch no plan can train is a case too: one plan_training must refuse.
+  CHECK_NOTHROW(parse_test_case("plan_training", "model=m cluster=c tokens=8000 seq=4096"));
+  CHECK_NOTHROW(parse_test_case("plan_training", "model=m cluster=c tokens=8192 seq=0"));
 }

@@ -11,6 +11,7 @@ namespace {
 
 // The manifest's tiers of Part 13.
 const Tiers kTiers{"mfu", {{0.97, 1}, {0.9, 0.75}, {0.75, 0.5}, {0.5, 0.25}}, "mean MFU"};
+const Tolerances kTolerances{1e-5, 1e-10, 1e-3};
 
 // A finished one-rank run that recorded `mfu` (if >= 0) and the outcome `outcome`.
 TestRun run(double mfu, const std::string& outcome = "") {
@@ -35,31 +36,54 @@ const TestRun reference = run(0.5, "your plan tp=8 (the reference's)");
 }  // namespace
 
 TEST_CASE("each ratio to the reference's value earns the first tier it reaches", "[tiers]") {
-  CHECK(judge_tiered(kTiers, reference, run(0.5)).share == 1);
-  CHECK(judge_tiered(kTiers, reference, run(0.52)).share == 1);  // better than the search: capped
-  CHECK(judge_tiered(kTiers, reference, run(0.485)).share == 1);
-  CHECK(judge_tiered(kTiers, reference, run(0.48)).share == 0.75);
-  CHECK(judge_tiered(kTiers, reference, run(0.40)).share == 0.5);
-  CHECK(judge_tiered(kTiers, reference, run(0.25)).share == 0.25);
-  const TieredCase low = judge_tiered(kTiers, reference, run(0.2));
+  CHECK(judge_tiered(kTiers, reference, run(0.5), kTolerances).share == 1);
+  CHECK(judge_tiered(kTiers, reference, run(0.52), kTolerances).share ==
+        1);  // better than the search: capped
+  CHECK(judge_tiered(kTiers, reference, run(0.485), kTolerances).share == 1);
+  CHECK(judge_tiered(kTiers, reference, run(0.48), kTolerances).share == 0.75);
+  CHECK(judge_tiered(kTiers, reference, run(0.40), kTolerances).share == 0.5);
+  CHECK(judge_tiered(kTiers, reference, run(0.25), kTolerances).share == 0.25);
+  const TieredCase low = judge_tiered(kTiers, reference, run(0.2), kTolerances);
   CHECK(low.share == 0);
   CHECK(low.value == 0.2);  // the leaderboard counts it
   CHECK_THAT(low.output, Contains("the lowest tier asks for 0.5 of the reference's"));
 }
 
 TEST_CASE("a value above the exhaustive search's is capped at it, and said", "[tiers]") {
-  const TieredCase beats = judge_tiered(kTiers, reference, run(0.99));
+  const TieredCase beats = judge_tiered(kTiers, reference, run(0.99), kTolerances);
   CHECK(beats.share == 1);
   CHECK(beats.value == 0.5);  // the leaderboard counts the reference's, not 0.99
   CHECK_THAT(beats.output, Contains("mfu 0.9900, 1.980 of the reference's 0.5000") &&
                                Contains("This beats the kit's exhaustive search") &&
                                Contains("capped"));
-  CHECK_THAT(judge_tiered(kTiers, reference, run(0.5)).output, !Contains("beats"));
+  CHECK_THAT(judge_tiered(kTiers, reference, run(0.5), kTolerances).output, !Contains("beats"));
+}
+
+TEST_CASE("a case that records no MFU (arguments to refuse) is judged exactly, off the board",
+          "[tiers]") {
+  TestRun refused;
+  refused.finished = true;
+  TestOutput output;
+  output.complete = true;
+  Value one;
+  one.kind = Value::Kind::integer;
+  one.integer = 1;
+  output.values = {{"throws std::invalid_argument", one}};
+  refused.ranks = {output};
+  const TieredCase right = judge_tiered(kTiers, refused, refused, kTolerances);
+  CHECK(right.share == 1);
+  CHECK_FALSE(right.counts_on_leaderboard);
+  TestRun returned = refused;
+  returned.ranks[0].values[0].second.integer = 0;
+  const TieredCase wrong = judge_tiered(kTiers, refused, returned, kTolerances);
+  CHECK(wrong.share == 0);
+  CHECK_THAT(wrong.output, Contains("throws std::invalid_argument: expected 1, got 0"));
 }
 
 TEST_CASE("the feedback gives both values and the student's outcome, never the reference's",
           "[tiers]") {
-  const TieredCase half = judge_tiered(kTiers, reference, run(0.4, "your plan tp=2: valid"));
+  const TieredCase half =
+      judge_tiered(kTiers, reference, run(0.4, "your plan tp=2: valid"), kTolerances);
   CHECK_THAT(half.output, Contains("mfu 0.4000, 0.800 of the reference's 0.5000: 0.5 of this "
                                    "case's points") &&
                               Contains("your plan tp=2: valid"));
@@ -67,16 +91,16 @@ TEST_CASE("the feedback gives both values and the student's outcome, never the r
 }
 
 TEST_CASE("an invalid plan, an exception, a crash or a missing value earn nothing", "[tiers]") {
-  CHECK(judge_tiered(kTiers, reference, run(0)).share == 0);   // invalid plans record 0
-  CHECK(judge_tiered(kTiers, reference, run(-1)).share == 0);  // no value recorded
+  CHECK(judge_tiered(kTiers, reference, run(0), kTolerances).share == 0);  // invalid plans record 0
+  CHECK(judge_tiered(kTiers, reference, run(-1), kTolerances).share == 0);  // no value recorded
   TestRun threw = run(-1);
   threw.ranks[0].errors = {"NotImplemented: dtk::plan_training"};
-  const TieredCase stub = judge_tiered(kTiers, reference, threw);
+  const TieredCase stub = judge_tiered(kTiers, reference, threw, kTolerances);
   CHECK(stub.share == 0);
   CHECK_THAT(stub.output, Contains("not implemented yet: NotImplemented: dtk::plan_training"));
   TestRun crashed;
   crashed.problem = "crashed with signal 11";
-  CHECK_THAT(judge_tiered(kTiers, reference, crashed).output, Contains("signal 11"));
-  CHECK_THAT(judge_tiered(kTiers, run(-1), run(0.5)).output,
+  CHECK_THAT(judge_tiered(kTiers, reference, crashed, kTolerances).output, Contains("signal 11"));
+  CHECK_THAT(judge_tiered(kTiers, run(-1), run(0.5), kTolerances).output,
              Contains("a problem of the grading kit"));
 }
