@@ -178,6 +178,36 @@ Listing parse_listing(const AuditedObject& object) {
 // A section of one of the objects.
 using Place = std::pair<std::size_t, std::string>;  // (object index, section)
 
+// Writable data (a global variable, a function pointer among them).
+bool is_writable_data(const std::string& section) {
+  for (const char* prefix : {".bss", ".data", ".tbss", ".tdata"}) {
+    if (section.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Writable data symbol -> the sections that name it (the code that reads or writes it, and
+// data that points to it). A function pointer stored in a global by one section and called
+// through by another leaves no relocation between the two: whoever names a global is taken to
+// reach what every section naming it names (the addresses it may have stored there).
+std::map<std::string, std::vector<Place>> namers_of_globals(const std::vector<Listing>& listings) {
+  std::set<std::string> globals;
+  for (const Listing& listing : listings) {
+    for (const auto& [name, section] : listing.section_of) {
+      if (is_writable_data(section)) globals.insert(name);
+    }
+  }
+  std::map<std::string, std::vector<Place>> namers;
+  for (std::size_t o = 0; o < listings.size(); ++o) {
+    for (const auto& [section, names] : listings[o].references) {
+      for (const std::string& name : names) {
+        if (globals.count(name)) namers[name].push_back({o, section});
+      }
+    }
+  }
+  return namers;
+}
+
 }  // namespace
 
 std::map<std::string, Audit> audit_library(const std::vector<AuditedObject>& objects,
@@ -196,8 +226,12 @@ std::map<std::string, Audit> audit_library(const std::vector<AuditedObject>& obj
     }
   }
 
+  const std::map<std::string, std::vector<Place>> namers = namers_of_globals(listings);
+
   // Depth-first over sections, from each function's definitions in its own file, into any
-  // object; each forbidden name on the way is charged to the function, under its own rules.
+  // object, and through globals to what else names them (namers_of_globals): static
+  // initializers and other functions that may have stored a function's address there. Each
+  // forbidden name on the way is charged to the function, under its own rules.
   std::set<std::pair<std::size_t, std::string>> reached;  // (object, name) some function reaches
   for (const GradedFunction& function : functions) {
     std::vector<Place> stack;
@@ -220,6 +254,8 @@ std::map<std::string, Audit> audit_library(const std::vector<AuditedObject>& obj
         reached.insert({place.first, name});
         if (const std::string reported = forbidden_as(name, function.rules); !reported.empty())
           audits[function.file].forbidden[function.name].insert(reported);
+        if (const auto global = namers.find(name); global != namers.end())
+          stack.insert(stack.end(), global->second.begin(), global->second.end());
         if (const auto local = listing.section_of.find(name); local != listing.section_of.end()) {
           stack.push_back({place.first, local->second});
         } else if (const auto elsewhere = exported.find(name); elsewhere != exported.end()) {

@@ -7,9 +7,10 @@
 // audit follows those edges from each graded function, across the files linked together into
 // libdtk_student.so: a function's rules (its part's) apply to everything it reaches, whichever
 // student file defines it (a Part 7 function calling a helper in zero/zero.cpp that calls
-// Communicator::Allreduce reaches a collective Part 7 forbids). A forbidden symbol no graded
-// function reaches (code run by a static initialiser, say) counts against every function of
-// its file.
+// Communicator::Allreduce reaches a collective Part 7 forbids). A function that names a global
+// variable reaches what every section naming it reaches (a function pointer a static
+// initialiser of another file stores there, say). A forbidden symbol no graded function
+// reaches (code run by a static initialiser, say) counts against every function of its file.
 #pragma once
 
 #include <map>

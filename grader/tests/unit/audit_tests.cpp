@@ -1,7 +1,8 @@
 // The symbol audit, on `readelf -SrsW` of real objects (data/audit_sample.cpp compiled with
 // -ffunction-sections; data/audit_sample.readelf): get_info calls MPI_Bcast, split_train reaches
 // fork through a helper, naive_collect_forward_input calls only MPI_Allreduce; and two objects
-// linked together (data/audit_cross_*).
+// linked together, by a call (data/audit_cross_*) or a global function pointer
+// (data/audit_pointer_*).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -78,6 +79,24 @@ TEST_CASE("a function's rules follow its calls into the other student files", "[
   // Audited alone, the file calls nothing forbidden: the call leaves it.
   CHECK(audit_object(listing("audit_cross_collectives"), {"my_allreduce"}, point_to_point)
             .forbidden.count("my_allreduce") == 0);
+}
+
+TEST_CASE("a function pointer a static initializer stored in a global is followed", "[audit]") {
+  // data/audit_pointer_*.cpp: my_allreduce calls through a global of the other file, where a
+  // static initializer stored a helper calling Communicator::Allreduce.
+  const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
+  const AuditRules collectives{{}, {"Allreduce", "Allgather", "Reduce_scatter"}, {}};
+  const std::vector<AuditedObject> library = {
+      {"collectives.cpp", listing("audit_pointer_collectives")},
+      {"zero.cpp", listing("audit_pointer_zero")}};
+  const std::vector<GradedFunction> graded = {{"my_allreduce", "collectives.cpp", point_to_point},
+                                              {"my_allgather", "collectives.cpp", point_to_point},
+                                              {"zero1_grad_shard", "zero.cpp", collectives}};
+  std::map<std::string, Audit> audits = audit_library(library, graded);
+  CHECK(audits["collectives.cpp"].forbidden.at("my_allreduce") ==
+        std::set<std::string>{"Communicator::Allreduce"});
+  CHECK(audits["collectives.cpp"].forbidden.count("my_allgather") == 0);
+  CHECK(audits["zero.cpp"].forbidden.count("zero1_grad_shard") == 0);
 }
 
 TEST_CASE("the audit lists the functions an object defines", "[audit]") {
