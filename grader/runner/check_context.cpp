@@ -47,7 +47,7 @@ void CheckContext::run_student_call(const std::function<void()>& code) {
     StudentCall watched(traffic_);
     run_student_code(code);
   }
-  if (running_threads() > threads && !left_a_thread_) {
+  if (running_threads_after(threads) > threads && !left_a_thread_) {
     left_a_thread_ = true;
     out.forbidden("a thread left running after the call returned", "dtk::" + test.function);
   }

@@ -242,10 +242,9 @@ LoadState LoadState::now() {
 std::vector<std::string> left_by_loading(const LoadState& before) {
   std::vector<std::string> problems;
   const LoadState after = LoadState::now();
-  if (after.threads > before.threads) {
-    problems.push_back("a thread started (" + std::to_string(after.threads - before.threads) +
+  if (const std::size_t threads = running_threads_after(before.threads); threads > before.threads)
+    problems.push_back("a thread started (" + std::to_string(threads - before.threads) +
                        " of them)");
-  }
   if (after.seccomp_filters > before.seccomp_filters)
     problems.push_back("a seccomp filter installed");
   const std::set<std::string> mapped(before.shared_mappings.begin(), before.shared_mappings.end());
@@ -301,7 +300,29 @@ void run_student_code(const std::function<void()>& code) {
   if (thread.error) std::rethrow_exception(thread.error);
 }
 
-std::size_t running_threads() { return entries("/proc/self/task").size(); }
+std::size_t running_threads() {
+  // A thread that has just ended (a joined one, say) stays listed until the kernel has reaped
+  // it, in state X (dead) or Z: it is not running.
+  std::size_t running = 0;
+  for (const std::string& task : entries("/proc/self/task")) {
+    std::ifstream stat("/proc/self/task/" + task + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t name_end = line.rfind(") ");
+    const char state = name_end == std::string::npos ? '?' : line[name_end + 2];
+    running += state != 'X' && state != 'Z';
+  }
+  return running;
+}
+
+std::size_t running_threads_after(std::size_t before) {
+  std::size_t now = running_threads();
+  for (int waited = 0; now > before && waited < 250; ++waited) {
+    usleep(1000);
+    now = running_threads();
+  }
+  return now;
+}
 
 ProcessState ProcessState::now() {
   ProcessState state;
@@ -320,8 +341,10 @@ ProcessState ProcessState::now() {
 
 std::string ProcessState::changes_since(const ProcessState& before) const {
   std::vector<std::string> changes;
-  if (threads > before.threads)
-    changes.push_back(std::to_string(threads - before.threads) + " thread(s) still running");
+  if (threads > before.threads) {
+    if (const std::size_t still = running_threads_after(before.threads); still > before.threads)
+      changes.push_back(std::to_string(still - before.threads) + " thread(s) still running");
+  }
   if (!CPU_EQUAL(&affinity, &before.affinity)) changes.push_back("the CPU affinity");
   if (policy != before.policy || priority != before.priority)
     changes.push_back("the scheduling policy");

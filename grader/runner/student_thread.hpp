@@ -65,8 +65,11 @@ class StudentException : public std::exception {
   std::string what_;
 };
 
-// The threads of this process now.
+// The threads of this process running now (not those that have ended, still listed).
 std::size_t running_threads();
+// Likewise once no more than `before` run, or after a quarter of a second: a thread that ended
+// just before may still be leaving.
+std::size_t running_threads_after(std::size_t before);
 
 // What a student call could leave changed for the code that runs after it on the calling
 // thread: threads still running, and what the filter is meant to keep it from touching (the
