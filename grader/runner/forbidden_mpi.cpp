@@ -117,6 +117,16 @@ void count_collective(MPI_Comm comm, dtk::Collective collective, long long n, MP
   count(type, bytes, bytes);
 }
 
+// A broadcast from `root`: it sends the buffer to each other rank, which receives it once.
+void count_broadcast(MPI_Comm comm, int root, int n, MPI_Datatype type) {
+  const std::uint64_t bytes = bytes_of(n, type);
+  if (own_rank(comm) == root) {
+    count(type, static_cast<std::uint64_t>(ranks_of(comm) - 1) * bytes, 0);
+  } else {
+    count(type, 0, bytes);
+  }
+}
+
 // An Alltoallv's blocks for, and from, the other ranks.
 void count_alltoallv(MPI_Comm comm, const int send_counts[], MPI_Datatype send_type,
                      const int recv_counts[], MPI_Datatype recv_type) {
@@ -274,7 +284,9 @@ DTK_COUNTED(Reduce_scatter, (Buf sb, void* rb, const int n[], Dt t, MPI_Op op, M
             (sb, rb, n, t, op, c),
             count_collective(c, Collective::reduce_scatter, n[dtk::grade::own_rank(c)], t))
 DTK_FORBID(Barrier, (MPI_Comm c), (c))
-DTK_FORBID(Bcast, (void* b, int n, Dt t, int root, MPI_Comm c), (b, n, t, root, c))
+// A broadcast a manifest allows moves bytes too: the root sends its buffer to every other rank.
+DTK_COUNTED(Bcast, (void* b, int n, Dt t, int root, MPI_Comm c), (b, n, t, root, c),
+            dtk::grade::count_broadcast(c, root, n, t))
 DTK_FORBID(Gather, (Buf sb, int sn, Dt st, void* rb, int rn, Dt rt, int root, MPI_Comm c),
            (sb, sn, st, rb, rn, rt, root, c))
 DTK_FORBID(Gatherv,
