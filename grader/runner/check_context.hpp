@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -213,6 +214,25 @@ template <class E>
 void Judgement::mistake(const std::string& name, const std::string& description, const E& value) {
   const TensorPayload p = payload(value);
   mistake(name, description, p.dtype, p.shape, p.values);
+}
+
+// Records whether `student_call`, a call with arguments the contract refuses, throws
+// std::invalid_argument, under the name `call` ("cp_positions(10, 4, 0, true)"): 1 when it
+// does, 0 when it returns, 2 when it throws another type.
+template <class Call>
+void record_refusal(CheckContext& context, const std::string& call, Call&& student_call) {
+  long long outcome = 0;
+  try {
+    context.call(student_call);
+  } catch (const std::invalid_argument&) {
+    outcome = 1;
+  } catch (const std::exception&) {
+    outcome = 2;
+  }
+  context.out.integer(call +
+                          ": throws std::invalid_argument (1: it does, 0: returns, 2: throws "
+                          "another type)",
+                      outcome);
 }
 
 // Records how many bytes the student calls of the test sent (bytes_sent()) beyond `allowed`,

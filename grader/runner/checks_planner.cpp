@@ -97,18 +97,8 @@ void check_plan_training(CheckContext& context) {
   if (test.seq < 1 || test.tokens < test.seq || std::fmod(test.tokens, test.seq) != 0) {
     // No plan can train it: the contract asks for std::invalid_argument. Judged exactly (a
     // case of a tiered function that records no MFU, tiers.hpp).
-    long long outcome = 0;
-    try {
-      context.call([&] { plan_training(model, cluster, test.tokens, test.seq); });
-    } catch (const std::invalid_argument&) {
-      outcome = 1;
-    } catch (const std::exception&) {
-      outcome = 2;
-    }
-    context.out.integer(
-        "a batch that is not a positive multiple of seq_len: throws std::invalid_argument (1: "
-        "it does, 0: returns a plan, 2: throws another type)",
-        outcome);
+    record_refusal(context, "a batch that is not a positive multiple of seq_len",
+                   [&] { plan_training(model, cluster, test.tokens, test.seq); });
     return;
   }
   const TrainingPlan plan =

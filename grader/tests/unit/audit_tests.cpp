@@ -29,6 +29,19 @@ const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"},
                        {"fork", "dlsym"}};
 const std::vector<std::string> graded = {"get_info", "split_train", "naive_collect_forward_input"};
 
+const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
+
+// data/<prefix>_collectives and data/<prefix>_zero linked together: my_allreduce and
+// my_allgather under Part 7's rules, zero1_grad_shard under Part 9's.
+std::map<std::string, Audit> two_files(const std::string& prefix) {
+  const AuditRules collectives{{}, {"Allreduce", "Allgather", "Reduce_scatter"}, {}};
+  const std::vector<AuditedObject> library = {{"collectives.cpp", listing(prefix + "_collectives")},
+                                              {"zero.cpp", listing(prefix + "_zero")}};
+  return audit_library(library, {{"my_allreduce", "collectives.cpp", point_to_point},
+                                 {"my_allgather", "collectives.cpp", point_to_point},
+                                 {"zero1_grad_shard", "zero.cpp", collectives}});
+}
+
 }  // namespace
 
 TEST_CASE("each graded function is charged with the forbidden calls it reaches", "[audit]") {
@@ -63,15 +76,7 @@ TEST_CASE("a Communicator call counts as a call of its own, ruled by allowed_com
 TEST_CASE("a function's rules follow its calls into the other student files", "[audit]") {
   // data/audit_cross_*.cpp: my_allreduce calls a helper of the other file, which calls
   // Communicator::Allreduce, as the other file's own graded function does.
-  const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
-  const AuditRules collectives{{}, {"Allreduce", "Allgather", "Reduce_scatter"}, {}};
-  const std::vector<AuditedObject> library = {
-      {"collectives.cpp", listing("audit_cross_collectives")},
-      {"zero.cpp", listing("audit_cross_zero")}};
-  const std::vector<GradedFunction> graded = {{"my_allreduce", "collectives.cpp", point_to_point},
-                                              {"my_allgather", "collectives.cpp", point_to_point},
-                                              {"zero1_grad_shard", "zero.cpp", collectives}};
-  std::map<std::string, Audit> audits = audit_library(library, graded);
+  std::map<std::string, Audit> audits = two_files("audit_cross");
   CHECK(audits["collectives.cpp"].forbidden.at("my_allreduce") ==
         std::set<std::string>{"Communicator::Allreduce"});
   CHECK(audits["collectives.cpp"].forbidden.count("my_allgather") == 0);
@@ -84,15 +89,7 @@ TEST_CASE("a function's rules follow its calls into the other student files", "[
 TEST_CASE("a function pointer a static initializer stored in a global is followed", "[audit]") {
   // data/audit_pointer_*.cpp: my_allreduce calls through a global of the other file, where a
   // static initializer stored a helper calling Communicator::Allreduce.
-  const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
-  const AuditRules collectives{{}, {"Allreduce", "Allgather", "Reduce_scatter"}, {}};
-  const std::vector<AuditedObject> library = {
-      {"collectives.cpp", listing("audit_pointer_collectives")},
-      {"zero.cpp", listing("audit_pointer_zero")}};
-  const std::vector<GradedFunction> graded = {{"my_allreduce", "collectives.cpp", point_to_point},
-                                              {"my_allgather", "collectives.cpp", point_to_point},
-                                              {"zero1_grad_shard", "zero.cpp", collectives}};
-  std::map<std::string, Audit> audits = audit_library(library, graded);
+  std::map<std::string, Audit> audits = two_files("audit_pointer");
   CHECK(audits["collectives.cpp"].forbidden.at("my_allreduce") ==
         std::set<std::string>{"Communicator::Allreduce"});
   CHECK(audits["collectives.cpp"].forbidden.count("my_allgather") == 0);
