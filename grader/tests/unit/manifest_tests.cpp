@@ -233,6 +233,16 @@ TEST_CASE("bad manifests are refused with a message naming the problem", "[manif
   manifest["timeouts"]["test_seconds"] = "two";
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"test_seconds\" has the wrong type"));
 
+  // A test run again alone gets more time than among others, never less.
+  manifest = kit_manifest();
+  manifest["timeouts"]["retry_test_seconds"] = 0;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"retry_test_seconds\" must be positive"));
+  manifest["timeouts"]["retry_test_seconds"] = 1;
+  CHECK_THROWS_WITH(load_json(manifest),
+                    Contains("\"retry_test_seconds\" must be at least \"test_seconds\""));
+  manifest["timeouts"].erase("retry_test_seconds");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"retry_test_seconds\""));
+
   manifest = kit_manifest();
   manifest["visibility"] = "secret";
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"visibility\""));
