@@ -1,0 +1,90 @@
+// The sandbox's pieces that need no sandbox user: the System V IPC objects a submission may
+// leave behind (listed from /proc/sysvipc and removed).
+#include <catch2/catch.hpp>
+
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "process_table.hpp"
+
+using namespace dtk::grade;
+
+TEST_CASE("/proc/sysvipc's listings parse by their columns' names", "[sandbox]") {
+  const std::string shm =
+      "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  "
+      "cgid      atime      dtime      ctime                   rss                  swap\n"
+      "         0      32769   666              16777216  4242  4242      0   998   998   998   "
+      "998 1700000000 1700000001 1700000000               4194304                     0\n"
+      "not a line of numbers\n";
+  const std::vector<IpcObject> segments = parse_sysvipc(IpcObject::Kind::shared_memory, shm);
+  REQUIRE(segments.size() == 1);
+  CHECK(segments[0].id == 32769);
+  CHECK(segments[0].mode == 0666);
+  CHECK(segments[0].uid == 998);
+  CHECK(segments[0].creator == 998);
+  CHECK(segments[0].bytes == 16777216);
+  CHECK(segments[0].resident == 4194304);
+  CHECK(segments[0].attached == 0);
+  CHECK(segments[0].describe() == "a shared-memory segment (id 32769, 16 MiB, mode 0666)");
+  const std::string msg =
+      "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid "
+      "     stime      rtime      ctime\n"
+      "1234567890          3   600          12          1  4242     0   997   997     0     0 "
+      "1700000000          0 1700000000\n";
+  const std::vector<IpcObject> queues = parse_sysvipc(IpcObject::Kind::message_queue, msg);
+  REQUIRE(queues.size() == 1);
+  CHECK(queues[0].uid == 997);
+  CHECK(queues[0].creator == 0);  // made by root, given to the user
+  CHECK(queues[0].bytes == 12);
+  const std::string sem =
+      "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n"
+      "         0          5   666          3   998   998   998   998          0 1700000000\n";
+  const std::vector<IpcObject> sets = parse_sysvipc(IpcObject::Kind::semaphores, sem);
+  REQUIRE(sets.size() == 1);
+  CHECK(sets[0].id == 5);
+  CHECK(sets[0].describe() == "a semaphore set (id 5, mode 0666)");
+  CHECK(parse_sysvipc(IpcObject::Kind::semaphores, "").empty());
+  CHECK(parse_sysvipc(IpcObject::Kind::semaphores, "key semid perms\n0 5 666\n").empty());
+}
+
+TEST_CASE("a user's System V IPC objects are found and removed, and nobody else's", "[sandbox]") {
+  const uid_t me = geteuid();
+  const int segment = shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0666);
+  const int queue = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+  const int set = semget(IPC_PRIVATE, 2, IPC_CREAT | 0000);  // not even readable by its owner
+  REQUIRE(segment >= 0);
+  REQUIRE(queue >= 0);
+  REQUIRE(set >= 0);
+  // Only these three: other objects of this user (other tests) are not this test's to remove.
+  const auto mine = [&] {
+    std::vector<IpcObject> objects = ipc_objects_of(me);
+    objects.erase(std::remove_if(objects.begin(), objects.end(),
+                                 [&](const IpcObject& o) {
+                                   return o.id !=
+                                          (o.kind == IpcObject::Kind::shared_memory   ? segment
+                                           : o.kind == IpcObject::Kind::message_queue ? queue
+                                                                                      : set);
+                                 }),
+                  objects.end());
+    return objects;
+  };
+  REQUIRE(mine().size() == 3);
+  // Given away (IPC_SET), an object is still its creator's.
+  shmid_ds segment_info{};
+  REQUIRE(shmctl(segment, IPC_STAT, &segment_info) == 0);
+  segment_info.shm_perm.uid = me + 1;
+  REQUIRE(shmctl(segment, IPC_SET, &segment_info) == 0);
+  REQUIRE(mine().size() == 3);
+  // A third user's are left alone: the object is checked before it is removed.
+  for (const IpcObject& object : mine()) CHECK(remove_ipc_object(object, me + 2));
+  CHECK(mine().size() == 3);
+  for (const IpcObject& object : mine()) CHECK(remove_ipc_object(object, me));
+  CHECK(mine().empty());
+  // Already gone: nothing to do.
+  CHECK(remove_ipc_object({IpcObject::Kind::shared_memory, segment}, me));
+}
