@@ -1,5 +1,5 @@
-// The sandbox's pieces that need no sandbox user: the System V IPC objects a submission may
-// leave behind (listed from /proc/sysvipc and removed).
+// The sandbox's pieces that need no sandbox user: each job slot's share of the CPUs, and the
+// System V IPC objects a submission may leave behind (listed from /proc/sysvipc and removed).
 #include <catch2/catch.hpp>
 
 #include <sys/ipc.h>
@@ -11,8 +11,28 @@
 #include <algorithm>
 
 #include "process_table.hpp"
+#include "sandbox_user.hpp"
 
 using namespace dtk::grade;
+
+TEST_CASE("one slot grades on every CPU; slots side by side share them out", "[sandbox]") {
+  const std::vector<int> two = {0, 1}, four = {4, 5, 6, 7}, three = {0, 2, 5};
+  CHECK(slot_cpus(two, 0, 1) == two);
+  CHECK(slot_cpus(two, 0, 2) == std::vector<int>{0});
+  CHECK(slot_cpus(two, 1, 2) == std::vector<int>{1});
+  CHECK(slot_cpus(four, 0, 2) == std::vector<int>{4, 5});  // the CPUs given, not 0..n-1
+  CHECK(slot_cpus(four, 1, 2) == std::vector<int>{6, 7});
+  // Uneven: every CPU belongs to exactly one slot.
+  CHECK(slot_cpus(three, 0, 2) == std::vector<int>{0});
+  CHECK(slot_cpus(three, 1, 2) == std::vector<int>{2, 5});
+  // More slots than CPUs: they wrap around.
+  CHECK(slot_cpus(two, 2, 3) == std::vector<int>{0});
+  CHECK(slot_cpus(two, 3, 4) == std::vector<int>{1});
+  CHECK(slot_cpus({}, 1, 2).empty());
+  const std::vector<int> mine = allowed_cpus();
+  CHECK_FALSE(mine.empty());
+  CHECK(std::is_sorted(mine.begin(), mine.end()));
+}
 
 TEST_CASE("/proc/sysvipc's listings parse by their columns' names", "[sandbox]") {
   const std::string shm =
