@@ -292,7 +292,10 @@ SettledLaunch settle_launch(const std::vector<TestCase>& tests,
 
 TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
                     const LaunchLimits& retry) {
-  const std::string alone = "run again alone with " + seconds_text(retry.test_seconds);
+  // A death's re-run is about the process, not the time: its limit goes unsaid.
+  const std::string alone = cause == RetryCause::died
+                                ? "run again alone"
+                                : "run again alone with " + seconds_text(retry.test_seconds);
   std::string first;
   switch (cause) {
     case RetryCause::out_of_time:

@@ -192,7 +192,8 @@ TEST_CASE("the feedback of a re-run says both limits, and why it passed", "[test
                                        "again: rank 0 crashed during this test"));
   const TestRun died_again =
       after_retry(alone(unfinished(tests[1], "crashed 11\n")), RetryCause::died, kLimits, kRetry);
-  CHECK_THAT(died_again.problem, Contains("died again"));
+  CHECK_THAT(died_again.problem, Contains("died among other tests; run again alone, in a fresh "
+                                          "process, it died again: rank 0 crashed"));
 }
 
 TEST_CASE("a re-run's limits: its watchdog, and the launch's headroom beyond it", "[test_runs]") {
