@@ -89,16 +89,24 @@ void kill_session(pid_t session) {
 
 namespace {
 
-const char* sysvipc_file(IpcObject::Kind kind) {
-  switch (kind) {
-    case IpcObject::Kind::shared_memory:
-      return "/proc/sysvipc/shm";
-    case IpcObject::Kind::message_queue:
-      return "/proc/sysvipc/msg";
-    case IpcObject::Kind::semaphores:
-      return "/proc/sysvipc/sem";
+// Where /proc lists each kind of object, and the names of its id's and size's columns.
+struct SysvipcListing {
+  IpcObject::Kind kind;
+  const char* file;
+  const char* id_column;
+  const char* bytes_column;  // "" for semaphores
+};
+
+constexpr SysvipcListing sysvipc_listings[] = {
+    {IpcObject::Kind::shared_memory, "/proc/sysvipc/shm", "shmid", "size"},
+    {IpcObject::Kind::message_queue, "/proc/sysvipc/msg", "msqid", "cbytes"},
+    {IpcObject::Kind::semaphores, "/proc/sysvipc/sem", "semid", ""}};
+
+const SysvipcListing& listing_of(IpcObject::Kind kind) {
+  for (const SysvipcListing& listing : sysvipc_listings) {
+    if (listing.kind == kind) return listing;
   }
-  return "";
+  return sysvipc_listings[0];
 }
 
 }  // namespace
@@ -137,12 +145,8 @@ std::vector<IpcObject> parse_sysvipc(IpcObject::Kind kind, const std::string& te
     std::size_t index = 0;
     for (std::string name; names >> name; ++index) column.emplace(name, index);
   }
-  const char* id_name = kind == IpcObject::Kind::shared_memory   ? "shmid"
-                        : kind == IpcObject::Kind::message_queue ? "msqid"
-                                                                 : "semid";
-  const char* bytes_name = kind == IpcObject::Kind::shared_memory   ? "size"
-                           : kind == IpcObject::Kind::message_queue ? "cbytes"
-                                                                    : "";
+  const char* id_name = listing_of(kind).id_column;
+  const char* bytes_name = listing_of(kind).bytes_column;
   for (const char* needed : {id_name, "perms", "uid", "cuid"}) {
     if (!column.count(needed)) return objects;
   }
@@ -177,10 +181,9 @@ std::vector<IpcObject> parse_sysvipc(IpcObject::Kind kind, const std::string& te
 
 std::vector<IpcObject> ipc_objects_of(uid_t uid) {
   std::vector<IpcObject> objects;
-  for (const IpcObject::Kind kind : {IpcObject::Kind::shared_memory, IpcObject::Kind::message_queue,
-                                     IpcObject::Kind::semaphores}) {
+  for (const SysvipcListing& listing : sysvipc_listings) {
     for (const IpcObject& object :
-         parse_sysvipc(kind, read_proc_file(sysvipc_file(kind)).value_or(""))) {
+         parse_sysvipc(listing.kind, read_proc_file(listing.file).value_or(""))) {
       if (object.uid == uid || object.creator == uid) objects.push_back(object);
     }
   }

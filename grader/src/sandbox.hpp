@@ -89,7 +89,6 @@ class Sandbox {
 
   const SandboxUser& user() const { return user_; }
   bool hides_paths() const { return mount_namespaces_; }
-  bool has_ipc_namespaces() const { return ipc_namespaces_; }
   // Makes a new directory (0700) that the sandbox user owns and may write. Its parent must be
   // the grader's own, so that nothing there can be a link planted by the submission; throws
   // std::runtime_error if the path exists.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "process_table.hpp"
 #include "sandbox_user.hpp"
@@ -34,42 +35,53 @@ TEST_CASE("one slot grades on every CPU; slots side by side share them out", "[s
   CHECK(std::is_sorted(mine.begin(), mine.end()));
 }
 
+namespace {
+
+// Every field of the one object `text` lists, or why not one.
+std::string fields_of(IpcObject::Kind kind, const std::string& text) {
+  const std::vector<IpcObject> objects = parse_sysvipc(kind, text);
+  if (objects.size() != 1) return std::to_string(objects.size()) + " objects";
+  const IpcObject& o = objects[0];
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%o", o.mode);
+  return "id " + std::to_string(o.id) + " mode " + mode + " uid " + std::to_string(o.uid) +
+         " creator " + std::to_string(o.creator) + " bytes " + std::to_string(o.bytes) +
+         " resident " + std::to_string(o.resident) + " attached " + std::to_string(o.attached) +
+         ": " + o.describe();
+}
+
+}  // namespace
+
 TEST_CASE("/proc/sysvipc's listings parse by their columns' names", "[sandbox]") {
-  const std::string shm =
-      "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  "
-      "cgid      atime      dtime      ctime                   rss                  swap\n"
-      "         0      32769   666              16777216  4242  4242      0   998   998   998   "
-      "998 1700000000 1700000001 1700000000               4194304                     0\n"
-      "not a line of numbers\n";
-  const std::vector<IpcObject> segments = parse_sysvipc(IpcObject::Kind::shared_memory, shm);
-  REQUIRE(segments.size() == 1);
-  CHECK(segments[0].id == 32769);
-  CHECK(segments[0].mode == 0666);
-  CHECK(segments[0].uid == 998);
-  CHECK(segments[0].creator == 998);
-  CHECK(segments[0].bytes == 16777216);
-  CHECK(segments[0].resident == 4194304);
-  CHECK(segments[0].attached == 0);
-  CHECK(segments[0].describe() == "a shared-memory segment (id 32769, 16 MiB, mode 0666)");
-  const std::string msg =
-      "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid "
-      "     stime      rtime      ctime\n"
-      "1234567890          3   600          12          1  4242     0   997   997     0     0 "
-      "1700000000          0 1700000000\n";
-  const std::vector<IpcObject> queues = parse_sysvipc(IpcObject::Kind::message_queue, msg);
-  REQUIRE(queues.size() == 1);
-  CHECK(queues[0].uid == 997);
-  CHECK(queues[0].creator == 0);  // made by root, given to the user
-  CHECK(queues[0].bytes == 12);
-  const std::string sem =
-      "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n"
-      "         0          5   666          3   998   998   998   998          0 1700000000\n";
-  const std::vector<IpcObject> sets = parse_sysvipc(IpcObject::Kind::semaphores, sem);
-  REQUIRE(sets.size() == 1);
-  CHECK(sets[0].id == 5);
-  CHECK(sets[0].describe() == "a semaphore set (id 5, mode 0666)");
-  CHECK(parse_sysvipc(IpcObject::Kind::semaphores, "").empty());
-  CHECK(parse_sysvipc(IpcObject::Kind::semaphores, "key semid perms\n0 5 666\n").empty());
+  CHECK(
+      fields_of(IpcObject::Kind::shared_memory,
+                "       key      shmid perms                  size  cpid  lpid nattch   uid   gid "
+                " cuid  cgid      atime      dtime      ctime                   rss          "
+                "        swap\n"
+                "         0      32769   666              16777216  4242  4242      0   998   "
+                "998   998   998 1700000000 1700000001 1700000000               4194304      "
+                "               0\n"
+                "not a line of numbers\n") ==
+      "id 32769 mode 666 uid 998 creator 998 bytes 16777216 resident 4194304 attached 0: a "
+      "shared-memory segment (id 32769, 16 MiB, mode 0666)");
+  // Made by root and given to the user: its creator is root.
+  CHECK(
+      fields_of(IpcObject::Kind::message_queue,
+                "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid "
+                " cgid      stime      rtime      ctime\n"
+                "1234567890          3   600          12          1  4242     0   997   997     0 "
+                "    0 1700000000          0 1700000000\n") ==
+      "id 3 mode 600 uid 997 creator 0 bytes 12 resident 0 attached 0: a message queue (id 3, "
+      "holding 12 bytes, mode 0600)");
+  CHECK(fields_of(IpcObject::Kind::semaphores,
+                  "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      "
+                  "ctime\n"
+                  "         0          5   666          3   998   998   998   998          0 "
+                  "1700000000\n") ==
+        "id 5 mode 666 uid 998 creator 998 bytes 0 resident 0 attached 0: a semaphore set (id 5, "
+        "mode 0666)");
+  CHECK(fields_of(IpcObject::Kind::semaphores, "") == "0 objects");
+  CHECK(fields_of(IpcObject::Kind::semaphores, "key semid perms\n0 5 666\n") == "0 objects");
 }
 
 TEST_CASE("a user's System V IPC objects are found and removed, and nobody else's", "[sandbox]") {
