@@ -264,13 +264,19 @@ SettledLaunch settle_launch(const std::vector<TestCase>& tests,
     // test finished, so that every launch makes progress.
     if (restarted && done > 0) return settled;
     if (!began && done == 0) {
-      // The program did not even start its first test: it would not start for any.
-      for (const TestCase& rest : tests) {
-        settled.runs[rest.id()].problem = "the test program did not start (" + outcome.describe() +
-                                          "). The end of its output:\n" +
-                                          last_lines(outcome.output, kLogLines);
-      }
-      settled.consumed = tests.size();
+      // The program did not even start its first test: it would not start for any, unless it
+      // ran out of time starting (8 ranks on a busy core), which only a re-run alone tells.
+      settled.started = false;
+      const std::string problem = "the test program did not start (" + outcome.describe() +
+                                  "). The end of its output:\n" +
+                                  last_lines(outcome.output, kLogLines);
+      const std::optional<RetryCause> cause = retry_cause(run.ranks, outcome);
+      const bool slow = retry_for_time && cause == RetryCause::out_of_group_time;
+      for (std::size_t t = 0; t < (slow ? 1 : tests.size()); ++t)
+        settled.runs[tests[t].id()].problem = problem;
+      settled.consumed = slow ? 1 : tests.size();
+      settled.retry = slow;
+      settled.cause = RetryCause::not_started;
       return settled;
     }
     run.problem = unfinished_problem(run.ranks, outcome, limits);
@@ -304,6 +310,10 @@ TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
     case RetryCause::out_of_group_time:
       first = "was still running when its launch ran out of its " +
               seconds_text(limits.group_seconds) + " among other tests";
+      break;
+    case RetryCause::not_started:
+      first = "the test program did not start within the " + seconds_text(limits.group_seconds) +
+              " of its launch among other tests";
       break;
     case RetryCause::died:
       first = "died among other tests";
@@ -343,9 +353,15 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     if (settled.retry) {
       const TestCase& test = remaining[settled.consumed - 1];
       const Launch again = launch(launcher, {test}, ranks, retry);
-      TestRun alone =
-          settle_launch({test}, again.per_rank, again.outcome, retry, false).runs.at(test.id());
-      settled.runs[test.id()] = after_retry(std::move(alone), settled.cause, limits, retry);
+      const SettledLaunch alone =
+          settle_launch({test}, again.per_rank, again.outcome, retry, false);
+      const TestRun run = after_retry(alone.runs.at(test.id()), settled.cause, limits, retry);
+      settled.runs[test.id()] = run;
+      if (!settled.started && !alone.started) {
+        // It did not start alone either, with more time: it would not start for any.
+        for (const TestCase& rest : remaining) settled.runs[rest.id()] = run;
+        settled.consumed = remaining.size();
+      }
     }
     runs.merge(settled.runs);
     remaining.erase(remaining.begin(), remaining.begin() + settled.consumed);

@@ -67,8 +67,10 @@ struct LaunchLimits {
 // start); never less than a launch among others.
 LaunchLimits retry_limits(const Launcher& launcher);
 
-// Why a test is run again alone before it is charged.
-enum class RetryCause { out_of_time, out_of_group_time, died };
+// Why a test is run again alone before it is charged: past its watchdog, in a launch that ran
+// out of its group time while it ran or before the test program even started (mpirun's start
+// of 8 ranks on a busy core), or dead after other tests.
+enum class RetryCause { out_of_time, out_of_group_time, not_started, died };
 
 // What one launch of `tests` (in launch order) settled, from its ranks' records and its outcome.
 struct SettledLaunch {
@@ -78,6 +80,7 @@ struct SettledLaunch {
   std::size_t consumed = 0;
   bool retry = false;  // tests[consumed - 1] is to be run again alone (runs holds its first run)
   RetryCause cause = RetryCause::died;
+  bool started = true;  // some rank began a test
 };
 
 // Decides what happened to each test of one launch (the launch loop of run_tests, without

@@ -92,6 +92,28 @@ TEST_CASE("a test caught in a launch that ran out of its group time is run again
   CHECK(settled.consumed == 2);
 }
 
+TEST_CASE("a launch that ran out of time before its program started retries its first test",
+          "[test_runs]") {
+  const auto& tests = three_tests();
+  Outcome out_of_time;
+  out_of_time.timed_out = true;
+  const SettledLaunch slow = settle_launch(tests, both_ranks(""), out_of_time, kLimits, true);
+  CHECK_FALSE(slow.started);
+  CHECK(slow.retry);
+  CHECK(slow.cause == RetryCause::not_started);
+  CHECK(slow.consumed == 1);  // the others go to a new launch
+  CHECK(slow.runs.size() == 1);
+  // A program that dies before its first test would die before any: all charged at once.
+  const SettledLaunch dead = settle_launch(tests, both_ranks(""), exited(1), kLimits, true);
+  CHECK_FALSE(dead.started);
+  CHECK_FALSE(dead.retry);
+  CHECK(dead.consumed == 3);
+  for (const TestCase& test : tests)
+    CHECK_THAT(dead.runs.at(test.id()).problem, Contains("did not start (exit status 1)"));
+  // Without a re-run's limit, running out of time starting charges them all too.
+  CHECK(settle_launch(tests, both_ranks(""), out_of_time, kLimits, false).consumed == 3);
+}
+
 TEST_CASE("a test that died after others is run again alone; first in its launch, charged",
           "[test_runs]") {
   const auto& tests = three_tests();
@@ -181,6 +203,9 @@ TEST_CASE("the feedback of a re-run says both limits, and why it passed", "[test
   const TestRun group =
       after_retry(alone(finished(tests[1])), RetryCause::out_of_group_time, kLimits, kRetry);
   CHECK_THAT(group.rerun, Contains("ran out of its 10 s among other tests"));
+  CHECK(after_retry(alone(finished(tests[1])), RetryCause::not_started, kLimits, kRetry).rerun ==
+        "the test program did not start within the 10 s of its launch among other tests; run "
+        "again alone with 10 s, in a fresh process, it passed: the machine was probably busy.");
   const TestRun hung = after_retry(alone(unfinished(tests[1], "timeout 10\n")),
                                    RetryCause::out_of_time, kLimits, kRetry);
   CHECK_FALSE(hung.finished);
