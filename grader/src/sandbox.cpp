@@ -56,11 +56,11 @@ constexpr std::pair<const char*, const char*> ipc_namespace_limits[] = {
 bool private_ipc() {
   if (unshare(CLONE_NEWIPC) != 0) return false;
   for (const auto& [path, value] : ipc_namespace_limits) {
+    // Where /proc/sys cannot be written, the kernel's defaults stay: the namespace still goes
+    // with the command.
     const int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) continue;
-    if (write(fd, value, std::strlen(value)) < 0) {
-      // The kernel's default stays: the namespace still goes with the command.
-    }
+    [[maybe_unused]] const ssize_t written = write(fd, value, std::strlen(value));
     close(fd);
   }
   return true;
