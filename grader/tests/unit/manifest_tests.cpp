@@ -68,6 +68,8 @@ TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[mani
   const Manifest manifest = load_manifest(kKitManifest);
   CHECK(manifest.test_seconds == source["timeouts"]["test_seconds"].get<int>());
   CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
+  CHECK(manifest.retry_test_seconds == source["timeouts"]["retry_test_seconds"].get<int>());
+  CHECK(manifest.retry_test_seconds > manifest.test_seconds);
   CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
   CHECK(manifest.float_rtol == source["tolerances"]["float"].get<double>());
   CHECK(manifest.assignment == 1);
