@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "keys.hpp"
 
@@ -92,9 +93,15 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
   RankOutput outputs;
   TestOutput* current = nullptr;
   std::string current_id, current_part;
-  std::string block;  // the lines the runner hashed, "begin" included
+  std::string block;                 // the lines the runner hashed, "begin" included
+  TestOutput* just_ended = nullptr;  // the test whose verified end is the line before
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
+    TestOutput* const ended_before = std::exchange(just_ended, nullptr);
+    if (current == nullptr && line == "restart") {  // between blocks only
+      if (ended_before != nullptr) ended_before->restart_after = true;
+      continue;
+    }
     const std::size_t space = line.find(' ');
     const std::string kind = line.substr(0, space);
     const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
@@ -114,6 +121,7 @@ RankOutput parse_rank_output(const std::string& text, const std::string& key) {
                             rest.substr(hash_at + 1) == block_hash(key, block);
       if (verified) {
         current->complete = true;
+        just_ended = current;
       } else {
         current->tampered = true;
       }
@@ -205,6 +213,8 @@ void RecordWriter::end(const std::string& id) {
          "\n");
   block_.clear();
 }
+
+void RecordWriter::restart() { append("restart\n"); }
 
 void RecordWriter::note(const std::string& text) { block_ += "note " + one_line(text) + "\n"; }
 void RecordWriter::outcome(const std::string& text) {

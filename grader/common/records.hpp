@@ -27,6 +27,20 @@
 //   forbidden <MPI call>\t<caller>           a call outside the allowed collectives
 //   timeout <seconds>                        the runner's watchdog stopped a test that hung
 //   crashed <signal> / exited                the rank died during the test (no "end" follows)
+// and, outside any block:
+//   restart                                  right after a test's "end": the runner ends its
+//                                            process cleanly (exit status 0) for a fresh one,
+//                                            e.g. because the student call left a thread
+//                                            running. The tests of the launch that did not
+//                                            finish run in a new launch and are charged
+//                                            nothing for it. Every rank of the launch should
+//                                            write it after the same test (the others would
+//                                            wait for a rank that left until the watchdog); a
+//                                            "restart" anywhere else (not right after a
+//                                            verified "end") is ignored, and a launch that
+//                                            finished no test is never restarted, so that
+//                                            every launch makes progress whatever the code
+//                                            under test writes.
 // The student's runner writes these files from inside the submission's processes, so the grader
 // parses them as untrusted input: bounded sizes, and anything malformed is just "missing". The
 // runner keeps no descriptor of its file open while student code runs (the records of a test
@@ -61,11 +75,12 @@ struct Mistake {
 };
 
 struct TestOutput {
-  bool complete = false;   // its "end" line was written
-  bool timed_out = false;  // the runner's watchdog stopped it
-  int crash_signal = 0;    // the rank died of this signal during the test
-  bool exited = false;     // the rank's process ended (exit()) during the test
-  bool tampered = false;   // begun twice or a wrong hash: something else wrote into the file
+  bool complete = false;       // its "end" line was written
+  bool timed_out = false;      // the runner's watchdog stopped it
+  int crash_signal = 0;        // the rank died of this signal during the test
+  bool exited = false;         // the rank's process ended (exit()) during the test
+  bool tampered = false;       // begun twice or a wrong hash: something else wrote into the file
+  bool restart_after = false;  // a "restart" line right after its verified end
   std::vector<std::string> notes;
   std::vector<std::string> outcomes;
   std::vector<std::pair<std::string, Value>> values;  // in the order written
@@ -122,6 +137,9 @@ class RecordWriter {
   // What a derive function reads of a rank's outputs (its values and evidence), written again
   // (the grader's, for `dtk-grade-runner --derive`).
   void outputs_of(const TestOutput& output);
+  // After end(): this process ends (cleanly) once it returns, and the tests after the one that
+  // just ended run in a fresh launch.
+  void restart();
 
  private:
   void tensor_payload(const std::string& dtype, const std::vector<std::size_t>& shape,

@@ -241,7 +241,7 @@ void run_launch(int argc, char** argv) {
   bool restart = false;
   for (std::size_t i = 0; i < options.tests.size(); ++i) {
     if (i > 0 && any_rank_asks_restart(restart)) {
-      write_marker("restart\n");
+      writer->restart();
       break;
     }
     const TestKeys keys{launch.test_keys[i].first, launch.test_keys[i].second, launch.seed};

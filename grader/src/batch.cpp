@@ -1,6 +1,7 @@
 #include "batch.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "files.hpp"
 #include "hand_ins.hpp"
 #include "report.hpp"
+#include "sandbox_user.hpp"
 #include "similarity.hpp"
 #include "summary_page.hpp"
 #include "text.hpp"
@@ -119,18 +121,24 @@ std::vector<std::string> grading_command(const Options& options, const HandIn& h
   return argv;
 }
 
-// Starts `argv` with its stdout and stderr in `output` (appended to with `append`); returns
-// its pid.
-pid_t start(const std::vector<std::string>& argv, const std::string& output, bool append = false) {
+// Starts `argv` with its stdout and stderr in `output` (appended to with `append`), on `cpus`
+// only (all that this process may use when empty); returns its pid.
+pid_t start(const std::vector<std::string>& argv, const std::string& output, bool append = false,
+            const std::vector<int>& cpus = {}) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  cpu_set_t cpu_set;
+  CPU_ZERO(&cpu_set);
+  for (const int cpu : cpus) CPU_SET(cpu, &cpu_set);
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("cannot start a grading: fork failed");
   if (pid == 0) {
     const int fd = append ? open(output.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
                           : create_file(output, 0600);
     if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+    // Everything the grading starts (the compiler, the tests, the reference's run) inherits it.
+    if (!cpus.empty() && sched_setaffinity(0, sizeof cpu_set, &cpu_set) != 0) _exit(127);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -291,6 +299,8 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
   std::map<pid_t, Running> running;
   std::vector<int> free_slots;
   for (int slot = options.jobs - 1; slot >= 0; --slot) free_slots.push_back(slot);
+  // Each slot grades on its own share of the CPUs (README, Grading a whole class).
+  const std::vector<int> cpus = allowed_cpus();
   std::size_t next = 0;
   while (next < to_grade.size() || !running.empty()) {
     while (next < to_grade.size() && !free_slots.empty()) {
@@ -303,7 +313,8 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
       std::vector<std::string> extra = {"--expected-cache", cache};
       if (!options.task) extra.push_back("--bonus-later");
       const pid_t pid =
-          start(grading_command(options, hand_in, out, seed, slot, extra), dir + "/output.txt");
+          start(grading_command(options, hand_in, out, seed, slot, extra), dir + "/output.txt",
+                /*append=*/false, slot_cpus(cpus, slot, options.jobs));
       running[pid] = {&hand_in, slot, Clock::now()};
     }
     int wait_status = 0;

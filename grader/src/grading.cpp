@@ -334,6 +334,7 @@ Launcher student_launcher(const Grading& grading, const Workspace& workspace,
   student.configs_dir = workspace.scratch + "/read-only/configs";
   student.seed = grading.seed;
   student.test_seconds = manifest.test_seconds;
+  student.retry_test_seconds = manifest.retry_test_seconds;
   student.allowed_mpi = by_function(manifest, &Part::allowed_mpi);
   student.allowed_communicator = by_function(manifest, &Part::allowed_communicator);
   student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
@@ -349,6 +350,7 @@ void speed_bonuses(const Grading& grading, Workspace& workspace, const Launcher&
   Launcher timing = student;
   timing.test_seconds = grading.manifest.group_seconds;  // for the whole measurement
   timing.group_seconds = 3 * grading.manifest.group_seconds;
+  timing.retry_test_seconds = 0;  // a timing that runs out of time is not timed again
   const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   workspace.sandbox->sweep();
   for (const Part& part : grading.manifest.parts) {

@@ -301,9 +301,14 @@ Manifest load_manifest(const std::string& path) {
     top.fail("\"visibility\" must be visible, hidden, after_due_date or after_published");
   }
   const Reader t(top.get("timeouts"), in("timeouts"),
-                 {"group_seconds", "test_seconds", "compile_seconds"});
+                 {"group_seconds", "test_seconds", "retry_test_seconds", "compile_seconds"});
   manifest.group_seconds = t.required_positive("group_seconds");
   manifest.test_seconds = t.required_positive("test_seconds");
+  manifest.retry_test_seconds = t.required_positive("retry_test_seconds");
+  if (manifest.retry_test_seconds < manifest.test_seconds)
+    t.fail(
+        "\"retry_test_seconds\" must be at least \"test_seconds\": a test run again alone "
+        "gets more time, never less");
   manifest.compile_seconds = t.required_positive("compile_seconds");
   const Reader l(top.get("limits"), in("limits"),
                  {"address_space_mb", "file_size_mb", "processes", "output_kb", "total_memory_mb",

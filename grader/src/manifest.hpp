@@ -89,6 +89,9 @@ struct Manifest {
   int assignment = 0;  // whose student files are graded (starter/handin/assignment<N>.txt)
   int max_ranks = 0;
   int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
+  // A test past test_seconds among others is run again alone with this watchdog before it is
+  // charged (at least test_seconds).
+  int retry_test_seconds = 0;
   int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
   int total_memory_mb = 0, disk_mb = 0;  // all sandboxed processes together
   // The build and the audit: per compiler, compilers at once, readelf's output read.

@@ -1,5 +1,6 @@
 #include "sandbox.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -22,6 +23,7 @@
 #include <thread>
 
 #include "process_table.hpp"
+#include "text.hpp"
 
 namespace dtk::grade {
 
@@ -35,6 +37,54 @@ void set_limit(int resource, rlim_t value) {
 bool private_mounts() {
   return unshare(CLONE_NEWNS) == 0 &&
          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+}
+
+// A command's own IPC namespace holds what it makes of System V IPC and POSIX message queues
+// until its last process ends. While it runs, the namespace's limits bound them (the kernel's
+// defaults allow terabytes of shared memory, which a segment no process has attached keeps out
+// of the memory watch): 64 MiB of shared memory, 16 message queues of 16 KiB, 32000
+// semaphores. The kit's code and MPI use none of them.
+constexpr std::pair<const char*, const char*> ipc_namespace_limits[] = {
+    {"/proc/sys/kernel/shmmax", "67108864"},
+    {"/proc/sys/kernel/shmall", "16384"},  // pages of 4 KiB
+    {"/proc/sys/kernel/msgmni", "16"},
+    {"/proc/sys/kernel/msgmnb", "16384"},
+    {"/proc/sys/kernel/sem", "250 32000 32 128"},
+    {"/proc/sys/fs/mqueue/queues_max", "16"}};
+
+// In the child, before exec: an IPC namespace of its own, bounded. Only system calls.
+bool private_ipc() {
+  if (unshare(CLONE_NEWIPC) != 0) return false;
+  for (const auto& [path, value] : ipc_namespace_limits) {
+    // Where /proc/sys cannot be written, the kernel's defaults stay: the namespace still goes
+    // with the command.
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    [[maybe_unused]] const ssize_t written = write(fd, value, std::strlen(value));
+    close(fd);
+  }
+  return true;
+}
+
+bool is_mqueue_mount(const char* path) {
+  constexpr long mqueue_magic = 0x19800202;  // the mqueue file system's f_type (statfs(2))
+  struct statfs info {};
+  return statfs(path, &info) == 0 && info.f_type == mqueue_magic;
+}
+
+// The POSIX message queues of `uid` in /dev/mqueue (their names).
+std::vector<std::string> posix_queues_of(uid_t uid) {
+  std::vector<std::string> names;
+  DIR* dir = opendir("/dev/mqueue");
+  if (dir == nullptr) return names;
+  while (const dirent* entry = readdir(dir)) {
+    struct stat info {};
+    if (fstatat(dirfd(dir), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(info.st_mode) && info.st_uid == uid)
+      names.push_back(entry->d_name);
+  }
+  closedir(dir);
+  return names;
 }
 
 // Appends to `head` until it holds `half` bytes, then keeps the last `half` bytes in `tail`.
@@ -120,6 +170,25 @@ std::string read_all(int fd) {
   return text;
 }
 
+// Runs `body` in a child process that has become `user`; what it writes into its string comes
+// back in `report` through a pipe (a few short lines, well within a pipe's buffer, so the child
+// never blocks). Whether the child ran `body` to the end and it returned true.
+bool in_sandbox_user(const SandboxUser& user, std::string& report,
+                     const std::function<bool(std::string&)>& body) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
+  const bool ran = as_user(user, [&] {
+    close(pipe_fds[0]);
+    std::string text;
+    const bool done = body(text);
+    return write_all(pipe_fds[1], text) && done;
+  });
+  close(pipe_fds[1]);
+  report = read_all(pipe_fds[0]);
+  close(pipe_fds[0]);
+  return ran;
+}
+
 }  // namespace
 
 std::string Outcome::describe() const {
@@ -146,6 +215,8 @@ Sandbox::Sandbox(const Limits& limits, const std::string& scratch, const std::st
   if (user_.dedicated) lock_ = SlotLock(slot);
   if (user_.enabled) {
     mount_namespaces_ = in_child(private_mounts);
+    ipc_namespaces_ = in_child([] { return unshare(CLONE_NEWIPC) == 0; });
+    posix_queues_mounted_ = is_mqueue_mount("/dev/mqueue");
     sweep();  // a clean start: nothing of an earlier grading counts against the limits
   }
   make_directory(home);
@@ -191,22 +262,14 @@ void Sandbox::remove_as_sandbox(const std::string& dir) const {
 
 void Sandbox::remove_as_user(const std::string& where,
                              const std::function<void(RemovalProblems&)>& remove) const {
-  // What the child could not remove comes back through a pipe: at most RemovalProblems::kept
-  // lines of a few hundred bytes, well within a pipe's buffer, so the child never blocks on it.
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) throw std::runtime_error("cannot create a pipe");
-  const bool removed = as_user(user_, [&] {
-    close(report[0]);
+  std::string text;
+  const bool removed = in_sandbox_user(user_, text, [&](std::string& report) {
     RemovalProblems problems;
     remove(problems);
-    std::string text;
-    for (const std::string& line : problems.lines) text += "  " + line + "\n";
-    if (problems.more > 0) text += "  and " + std::to_string(problems.more) + " more\n";
-    return write_all(report[1], text);
+    for (const std::string& line : problems.lines) report += "  " + line + "\n";
+    if (problems.more > 0) report += "  and " + std::to_string(problems.more) + " more\n";
+    return true;
   });
-  close(report[1]);
-  std::string text = read_all(report[0]);
-  close(report[0]);
   if (!removed && text.empty()) text = "  the process removing them failed\n";
   if (text.empty()) return;
   const std::lock_guard<std::mutex> lock(mutex_);
@@ -236,7 +299,18 @@ void Sandbox::monitor() {
       total += bytes;
       if (bytes > largest) largest = bytes, hog = pid;
     }
-    if (total > memory_limit && hog != 0) {
+    // Shared-memory segments of the sandbox user in dtk-grade's IPC namespace (commands without
+    // one of their own) that no process has mapped hold memory no process's resident size shows:
+    // counted too, and removed when they hold more than the largest process.
+    std::size_t segments = 0;
+    if (user_.dedicated) {
+      for (const IpcObject& object : ipc_objects_of(user_.uid))
+        segments += object.attached == 0 ? object.resident : 0;
+    }
+    total += segments;
+    if (total > memory_limit && segments > largest) {
+      remove_ipc(", over the memory limit (total_memory_mb)");
+    } else if (total > memory_limit && hog != 0) {
       const pid_t session = state_of(hog).session;
       const std::lock_guard<std::mutex> lock(mutex_);
       if (sessions_.count(session)) {
@@ -313,6 +387,45 @@ void Sandbox::sweep() const {
   remove_as_user(where, [&](RemovalProblems& problems) {
     for (const char* dir : temporary_dirs) remove_owned_below(dir, uid, user_.gid, problems);
   });
+  remove_ipc(ran_a_command_ ? "" : " during an earlier grading");
+}
+
+void Sandbox::remove_ipc(const char* when) const {
+  const uid_t uid = user_.uid;
+  const std::vector<IpcObject> objects = ipc_objects_of(uid);
+  const std::vector<std::string> queues =
+      posix_queues_mounted_ ? posix_queues_of(uid) : std::vector<std::string>{};
+  if (objects.empty() && queues.empty()) return;
+  // Removed by a process of that user: the kernel lets it remove its own objects only. It says
+  // "1" for each object gone, "0" for each kept, in order.
+  std::string gone;
+  const bool ran = in_sandbox_user(user_, gone, [&](std::string& report) {
+    for (const IpcObject& object : objects) report += remove_ipc_object(object, uid) ? '1' : '0';
+    const int dir = open("/dev/mqueue", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (const std::string& queue : queues) {
+      report += dir >= 0 && (unlinkat(dir, queue.c_str(), 0) == 0 || errno == ENOENT) ? '1' : '0';
+    }
+    if (dir >= 0) close(dir);
+    return true;
+  });
+  std::string removed_text, kept_text;
+  for (std::size_t i = 0; i < objects.size() + queues.size(); ++i) {
+    const std::string what = i < objects.size() ? objects[i].describe()
+                                                : "a POSIX message queue (/dev/mqueue/" +
+                                                      shown_name(queues[i - objects.size()]) + ")";
+    ((ran && i < gone.size() && gone[i] == '1') ? removed_text : kept_text) += "  " + what + "\n";
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!removed_text.empty()) {
+    log_ << "dtk-grade: removed the IPC objects the sandbox user " << user_.name << " left" << when
+         << ":\n"
+         << removed_text << std::flush;
+  }
+  if (!kept_text.empty()) {
+    log_ << "dtk-grade: WARNING: IPC objects the sandbox user " << user_.name << " left" << when
+         << " could not be removed:\n"
+         << kept_text << std::flush;
+  }
 }
 
 std::vector<std::string> Sandbox::environment(const Command& command) const {
@@ -340,6 +453,7 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
   dup2(output_fd, 1);
   dup2(output_fd, 2);
   if (command.sandboxed) {
+    const bool own_ipc = user_.enabled && ipc_namespaces_ && private_ipc();
     if (user_.enabled && mount_namespaces_ && private_mounts()) {
       const int scratch_fd = open(scratch_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       // Each hidden path is covered by an empty directory that the sandbox user cannot even
@@ -355,6 +469,9 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
       // A /proc of its own that lists only the sandbox user's processes (hidepid=2): in a batch,
       // one slot's submission cannot see another's, let alone the grader's.
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+      // The machine's message queues out of sight, its own in view.
+      if (own_ipc && posix_queues_mounted_)
+        mount("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
     }
     const int address_space =
         command.address_space_mb ? command.address_space_mb : limits_.address_space_mb;

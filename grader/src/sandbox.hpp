@@ -4,7 +4,9 @@
 // objects, running its tests) runs, when dtk-grade is root, as the sandbox user of its job slot
 // (sandbox_user.hpp), in its own session, with resource limits, no way to regain privileges, and,
 // where the kernel allows, a private mount namespace that hides the kit's source and build trees,
-// gives it an empty /dev/shm and a /proc that lists only the sandbox user's own processes. When
+// gives it an empty /dev/shm and a /proc that lists only the sandbox user's own processes, and a
+// private IPC namespace whose System V IPC objects and POSIX message queues go with its last
+// process (and are bounded while it runs). When
 // dtk-grade is not root (--no-sandbox), commands run as the caller, in their own session, with the
 // same limits.
 //
@@ -106,7 +108,8 @@ class Sandbox {
 
   // Ends what the commands left running: every process that has become dtk-grade's child, and
   // (dedicated user only) every process of the sandbox user, whose files where anyone may write
-  // (the temporary directories, at any depth) it also removes. Only between commands.
+  // (the temporary directories, at any depth) and System V IPC objects and POSIX message queues
+  // it also removes, saying which. Only between commands.
   void sweep() const;
 
  private:
@@ -122,6 +125,10 @@ class Sandbox {
   void monitor();
   bool is_sandboxed(pid_t pid) const;
   void end_largest_writer();  // over the disk limit
+  // Removes, as the sandbox user, its System V IPC objects and POSIX message queues (/dev/mqueue,
+  // when mounted) of dtk-grade's IPC namespace, and says in the log what it removed and what it
+  // could not.
+  void remove_ipc(const char* when) const;
   std::vector<pid_t> running_sessions() const;
   std::set<std::string> condemned() const;
 
@@ -130,6 +137,8 @@ class Sandbox {
   std::string temporary_mount_options_;  // made before fork: the child only makes system calls
   SandboxUser user_;
   bool mount_namespaces_ = false;
+  bool ipc_namespaces_ = false;
+  bool posix_queues_mounted_ = false;  // /dev/mqueue is a mqueue file system
   SlotLock lock_;
   std::ostream& log_;  // written under mutex_
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +66,24 @@ bool in_child(const std::function<bool()>& body) {
 
 bool as_user(const SandboxUser& user, const std::function<bool()>& body) {
   return in_child([&] { return become(user) && body(); });
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::vector<int> slot_cpus(const std::vector<int>& allowed, int slot, int slots) {
+  const int n = static_cast<int>(allowed.size());
+  if (slots <= 1 || n == 0 || slot < 0) return allowed;
+  if (slots > n) return {allowed[slot % n]};
+  return {allowed.begin() + slot * n / slots, allowed.begin() + (slot + 1) * n / slots};
 }
 
 SlotLock::SlotLock(int slot) {

@@ -3,13 +3,15 @@
 //
 // Job slot 0 has dtk-sandbox (created on first use; "nobody" if that fails); slot k > 0 (a
 // batch grading k + 1 hand-ins at once) has its own, dtk-sandbox<k>, and its own lock, so that
-// one slot's sweep never touches another's processes.
+// one slot's sweep never touches another's processes; and, when slots grade side by side, its
+// own share of the CPUs, so that a neighbour spinning on every core cannot starve it.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace dtk::grade {
 
@@ -34,6 +36,15 @@ bool in_child(const std::function<bool()>& body);
 
 // Runs `body` in a child process that has become `user`; whether it returned true.
 bool as_user(const SandboxUser& user, const std::function<bool()>& body);
+
+// The CPUs this process may run on (its affinity), in increasing order.
+std::vector<int> allowed_cpus();
+
+// The share of `allowed` (the CPUs the gradings may use, in order) of job slot `slot` when
+// `slots` gradings run side by side: a contiguous block of about allowed.size() / slots CPUs,
+// or, with more slots than CPUs, CPU slot % allowed.size() (shared with the slots that wrap onto
+// it); all of them with one slot.
+std::vector<int> slot_cpus(const std::vector<int>& allowed, int slot, int slots);
 
 // Held while a grading uses the sandbox user of its slot: other dtk-grade processes of the
 // same slot on this machine wait for it (a lock in /run).

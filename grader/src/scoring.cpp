@@ -55,6 +55,7 @@ constexpr std::size_t kMaxOutput = 4000;  // characters of failing cases shown p
 struct ItemJudgement {
   std::vector<std::string> passed, failed;  // case texts (scored by tiers: all points or not)
   std::vector<std::string> failures;        // one block per failed case
+  std::vector<std::string> reruns;          // cases that passed only when run again alone
   double earned = 0;                        // the share of the item's points
   std::map<std::string, double> values;     // scored by tiers: case id -> the student's value
 };
@@ -62,6 +63,11 @@ struct ItemJudgement {
 std::string case_heading(const std::string& label, const TestRun& expected) {
   const std::string setup = configuration(expected);
   return "On " + label + (setup.empty() ? "" : " (" + setup + ")") + ":\n";
+}
+
+// "On p=4 m=8 ...: did not finish within 2 s among other tests; run again alone ...".
+std::string rerun_text(const std::string& label, const TestRun& actual) {
+  return "On " + label + ": " + actual.rerun + "\n";
 }
 
 // All or nothing: right on every case, or wrong.
@@ -83,6 +89,7 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
     }
     if (verdict.passed) {
       judgement.passed.push_back(label);
+      if (!run.actual->rerun.empty()) judgement.reruns.push_back(rerun_text(label, *run.actual));
       continue;
     }
     judgement.failed.push_back(label);
@@ -111,6 +118,8 @@ ItemJudgement judge_tiered_item(const Manifest& manifest, const Tiers& tiers,
     if (tiered.counts_on_leaderboard) judgement.values[id] = tiered.value;
     shares += tiered.share;
     (tiered.share == 1 ? judgement.passed : judgement.failed).push_back(label);
+    if (run.actual != nullptr && !run.actual->rerun.empty() && tiered.share > 0)
+      judgement.reruns.push_back(rerun_text(label, *run.actual));
     if (tiered.share < 1)
       judgement.failures.push_back(case_heading(label, *run.expected) + tiered.output);
   }
@@ -177,6 +186,7 @@ void score(const Manifest& manifest, const std::map<std::string, CaseOutcome>& c
                           listed(judgement.passed) + ".\n";
       }
       if (!all) result.output += failure_text(judgement, tiered);
+      for (const std::string& rerun : judgement.reruns) result.output += rerun;
       if (tiered && !part.tiers.at(item->function).leaderboard.empty()) {
         auto& board = boards[part.tiers.at(item->function).leaderboard];
         for (const auto& [id, value] : judgement.values) board[id] = calls.empty() ? value : 0;

@@ -8,7 +8,8 @@
 #         -DEXPECT="1=full;2=lost;3=zero;..." [-DEXPECT_OUTPUT="regex;..."]
 #         [-DMAX_SECONDS=<n>] [-DARGS="--timeout;5"] [-DSEEDS="28741244;844925099"]
 #         [-DGUARD=ON] [-DSECOND_CHECKOUT=ON] [-DLIMITS="total_memory_mb=1024;..."]
-#         [-DSPEED_BONUS="max_busy=1;..."] [-DNO_MOUNT_NAMESPACE=ON] -P grade_submission.cmake
+#         [-DSPEED_BONUS="max_busy=1;..."] [-DNO_MOUNT_NAMESPACE=ON] [-DLOAD=<n>]
+#         -P grade_submission.cmake
 #
 # PACK: dir (default: grade the directory), tar (make handin.tar), or a broken archive:
 # tar-absolute, tar-dotdot, tar-symlink (an extra member with an absolute path, with "..", or
@@ -39,11 +40,18 @@
 # NO_MOUNT_NAMESPACE: grade as root without CAP_SYS_ADMIN, like a container that allows no
 # mount namespace: no private temporary directories, the sweep alone cleans up; nothing hides
 # the kit, so the kit's checkout and build are locked (go-rwx) meanwhile (locked_kit.sh).
+# LOAD: grade while <n> busy processes (endless loops, as root) share the machine's cores, as
+# other jobs would (a load of about <n> on top of the grading's own); they are stopped when the
+# grading ends, whatever happens. Load must never cost points.
+# A grading in a sandbox slot of CTest's (RESOURCE_GROUPS sandbox:1) runs on that slot's share of
+# the CPUs (taskset), as a batch's gradings do (README, Grading a whole class).
 # Every grading must leave nothing behind: no process of the sandbox user; no file of it where
 # anyone may write (/tmp, /var/tmp, /dev/shm, /run/lock, at any depth) that was not there before
-# it (what an earlier grading left is said, not charged); no scratch directory (it goes to
-# $TMPDIR/dtk-selftest-scratch-NAME, which must be empty afterwards); and no WARNING from the
-# grader that it could not remove some of the sandbox user's files.
+# it (what an earlier grading left is said, not charged); no System V IPC object it owns or made
+# (/proc/sysvipc/shm, msg, sem) and no POSIX message queue of it (/dev/mqueue, when mounted) that
+# was not there before; no scratch directory (it goes to $TMPDIR/dtk-selftest-scratch-NAME, which
+# must be empty afterwards); and no WARNING from the grader that it could not remove some of the
+# sandbox user's files or IPC objects.
 # EXPECT: the scores expected, checked by check_totals.py on the totals.json dtk-grade writes
 # beside results.json: per part, N=full (all points), N=zero (none), N=lost (some lost); per
 # function (the rubric items named "Part N | <function>: ..."), the same or <function>=half (at
@@ -73,7 +81,9 @@ get_filename_component(build_dir ${DTK_GRADE} DIRECTORY)
 set(kit_pch ${build_dir}/grader/data/pch/dtk_grade_pch.hpp.gch)
 get_filename_component(DTK_SOLUTIONS_DIR ${BASE}/../solutions ABSOLUTE)
 
+set(load_flag ${WORK}/load-running)  # the busy processes of LOAD spin while it exists
 function(fail message)
+  file(REMOVE ${load_flag})
   message(FATAL_ERROR "grader self-test ${NAME}: ${message}")
 endfunction()
 
@@ -235,6 +245,37 @@ if(NOT uid EQUAL 0)
   list(APPEND ARGS --no-sandbox)
 endif()
 set(grader ${DTK_GRADE})
+# In a slot of CTest's, the grading runs on the slot's share of the CPUs, as dtk-grade --batch
+# shares them out between its job slots (slot_cpus): a contiguous block of the CPUs this process
+# may use, or, with more slots than CPUs, one CPU they wrap around.
+if(DEFINED ENV{CTEST_RESOURCE_GROUP_0_SANDBOX})
+  file(STRINGS /proc/self/status allowed REGEX "^Cpus_allowed_list:")
+  string(REGEX REPLACE "^Cpus_allowed_list:[ \t]*" "" allowed "${allowed}")
+  string(REPLACE "," ";" ranges "${allowed}")
+  set(cpus "")
+  foreach(range IN LISTS ranges)
+    if(range MATCHES "^([0-9]+)-([0-9]+)$")
+      foreach(cpu RANGE ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+        list(APPEND cpus ${cpu})
+      endforeach()
+    else()
+      list(APPEND cpus ${range})
+    endif()
+  endforeach()
+  file(READ ${CMAKE_CURRENT_LIST_DIR}/sandbox-slots.json slot_spec)
+  string(JSON slots LENGTH "${slot_spec}" local 0 sandbox)
+  list(LENGTH cpus cpu_count)
+  if(slots GREATER cpu_count)
+    math(EXPR first "${slot} % ${cpu_count}")
+    set(share_size 1)
+  else()
+    math(EXPR first "${slot} * ${cpu_count} / ${slots}")
+    math(EXPR share_size "(${slot} + 1) * ${cpu_count} / ${slots} - ${first}")
+  endif()
+  list(SUBLIST cpus ${first} ${share_size} share)
+  list(JOIN share "," share)
+  set(grader taskset --cpu-list ${share} ${grader})
+endif()
 if(NO_MOUNT_NAMESPACE AND uid EQUAL 0)
   set(without_mounts setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin)
   execute_process(COMMAND ${without_mounts} unshare --mount true RESULT_VARIABLE status
@@ -283,13 +324,56 @@ function(sandbox_files out)
 endfunction()
 sandbox_files(files_before)
 
+# The slot's sandbox user's System V IPC objects (those it owns or made: "<file> <id>: " then the
+# line of /proc/sysvipc/<file>, found by its header's column names) and POSIX message queues
+# ("mqueue <name>: "), one list item each; read under the slot's lock, like its files.
+function(sandbox_ipc out)
+  set(objects "")
+  execute_process(COMMAND id -u ${sandbox_user} RESULT_VARIABLE no_user
+                  OUTPUT_VARIABLE sandbox_uid OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(uid EQUAL 0 AND no_user EQUAL 0)
+    execute_process(COMMAND flock ${sandbox_lock} awk -v user=${sandbox_uid} [=[
+        FNR == 1 { delete column; for (i = 1; i <= NF; i++) column[$i] = i; next }
+        $column["uid"] == user || $column["cuid"] == user {
+          name = FILENAME; sub(".*/", "", name); print name " " $2 ": " $0
+        }]=] /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem
+                    OUTPUT_VARIABLE objects ERROR_QUIET)
+    if(IS_DIRECTORY /dev/mqueue)
+      execute_process(COMMAND flock ${sandbox_lock} find /dev/mqueue -mindepth 1 -uid ${sandbox_uid}
+                              -printf "mqueue %f: %M %u %s bytes\n"
+                      OUTPUT_VARIABLE queues ERROR_QUIET)
+      string(APPEND objects "${queues}")
+    endif()
+  endif()
+  string(REPLACE ";" "\\x3b" objects "${objects}")
+  string(REGEX MATCHALL "[^\n]+" objects "${objects}")
+  set(${out} "${objects}" PARENT_SCOPE)
+endfunction()
+sandbox_ipc(ipc_before)
+
+# Busy processes for LOAD: each spins until the flag file goes (at the end, or in fail()), or
+# for at most the test's own time limit.
+if(LOAD)
+  file(WRITE ${load_flag} "")
+  set(spin "while [ -e \"$0\" ]; do :; done")
+  execute_process(COMMAND sh -c "i=0; while [ $i -lt ${LOAD} ]; do \
+timeout 600 sh -c '${spin}' ${load_flag} </dev/null >/dev/null 2>&1 & i=$((i + 1)); done")
+endif()
+
 # Grading.
 string(TIMESTAMP start "%s")
 execute_process(COMMAND ${grader} ${submission} --seed 7 --results ${results} ${ARGS}
                 RESULT_VARIABLE status OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
 string(TIMESTAMP end "%s")
 math(EXPR seconds "${end} - ${start}")
-message(STATUS "${NAME}: graded in ${seconds} s, sandbox slot ${slot}\n${stdout}${stderr}")
+set(under_load "")
+if(LOAD)
+  file(READ /proc/loadavg loadavg)
+  string(REGEX MATCH "^[^ ]+ [^ ]+" loadavg "${loadavg}")
+  file(REMOVE ${load_flag})
+  set(under_load " with ${LOAD} busy processes (load average ${loadavg} at the end)")
+endif()
+message(STATUS "${NAME}: graded in ${seconds} s${under_load}, sandbox slot ${slot}\n${stdout}${stderr}")
 if(SECOND_CHECKOUT)
   file(REMOVE_RECURSE ${DTK_SELFTEST_SECOND_CHECKOUT})
 endif()
@@ -298,7 +382,8 @@ if(NOT status EQUAL 0)
 endif()
 # What the grader could not remove of the sandbox user's files, it says; what an earlier grading
 # left is not this one's.
-string(REGEX MATCHALL "WARNING: files the sandbox user [^\n]*could not be removed:[^\n]*\n[^\n]*"
+string(REGEX MATCHALL
+       "WARNING: (files|IPC objects) the sandbox user [^\n]*could not be removed:[^\n]*\n[^\n]*"
        not_removed "${stdout}${stderr}")
 list(FILTER not_removed EXCLUDE REGEX "an earlier grading")
 if(not_removed)
@@ -427,6 +512,28 @@ endif()
 if(left_behind)
   fail("files of the sandbox user were left behind by this grading (or by another that took \
 turns with it while this test ran):${left_behind}")
+endif()
+sandbox_ipc(ipc_after)
+set(ipc_left "")
+foreach(object IN LISTS ipc_after)
+  string(REGEX MATCH "^[^:]+" key "${object}")
+  set(was_there FALSE)
+  foreach(before IN LISTS ipc_before)
+    string(REGEX MATCH "^[^:]+" before_key "${before}")
+    if(before_key STREQUAL key)
+      set(was_there TRUE)
+    endif()
+  endforeach()
+  if(was_there)
+    message(WARNING "An earlier grading left this IPC object of the sandbox user, still there (a \
+finding, but not this test's): ${object}")
+  else()
+    string(APPEND ipc_left "\n${object}")
+  endif()
+endforeach()
+if(ipc_left)
+  fail("System V IPC objects or POSIX message queues of the sandbox user were left behind by \
+this grading (or by another that took turns with it while this test ran):${ipc_left}")
 endif()
 execute_process(COMMAND id -u ${sandbox_user} RESULT_VARIABLE no_user OUTPUT_QUIET ERROR_QUIET)
 if(no_user EQUAL 0 AND EXISTS ${sandbox_lock})

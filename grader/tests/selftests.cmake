@@ -8,7 +8,9 @@
 # COSTS KEY=VERDICT...: the patch is an honest mistake that costs what COSTS says and nothing
 # else: every other function and part it could touch keeps all its points (EXPECT ... others=full,
 # check_totals.py), and only the parts whose file the patch changes are graded (PARTS, from the
-# manifest), since no other part can lose anything.
+# manifest), since no other part can lose anything. LOAD N grades it while N busy processes
+# share the machine's cores (grade_submission.cmake), alone (RUN_SERIAL: they would slow every
+# other test down).
 # Gradings of one sandbox slot take turns (they share its user and lock), hence the long
 # timeout; `make test` gives CTest two slots (grader/tests/sandbox-slots.json).
 #
@@ -21,7 +23,7 @@
 set(other_seeds SEEDS 844925099 28741244)
 function(dtk_grade_selftest name)
   cmake_parse_arguments(ARG "GUARD;SECOND_CHECKOUT;NO_MOUNT_NAMESPACE"
-                        "ASSIGNMENT;BASE;OVERLAY;PACK;MAX_SECONDS;PARTS"
+                        "ASSIGNMENT;BASE;OVERLAY;PACK;MAX_SECONDS;PARTS;LOAD"
                         "EXPECT;EXPECT_OUTPUT;ARGS;ALLOW_MPI;SEEDS;LIMITS;SPEED_BONUS;COSTS"
                         ${ARGN})
   if(NOT ARG_BASE)
@@ -65,14 +67,16 @@ function(dtk_grade_selftest name)
                    "-DLIMITS=${ARG_LIMITS}" "-DSPEED_BONUS=${ARG_SPEED_BONUS}"
                    -DGUARD=${ARG_GUARD} -DSECOND_CHECKOUT=${ARG_SECOND_CHECKOUT}
                    -DNO_MOUNT_NAMESPACE=${ARG_NO_MOUNT_NAMESPACE}
-                   -DMAX_SECONDS=${ARG_MAX_SECONDS} "-DSEEDS=${ARG_SEEDS}"
+                   -DMAX_SECONDS=${ARG_MAX_SECONDS} "-DSEEDS=${ARG_SEEDS}" -DLOAD=${ARG_LOAD}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/tests/grade_submission.cmake)
   # An honest mistake's grading leaves a core idle about half the time (compiling, starting
   # ranks, sandboxing): two run at once, each in its own sandbox slot (grade_submission.cmake).
   # Gradings that time something, lock the kit or watch other users' files run alone.
   set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
-  if(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
-                        OR ARG_SECOND_CHECKOUT))
+  if(ARG_LOAD)
+    set_tests_properties(grader_${name} PROPERTIES RUN_SERIAL TRUE)
+  elseif(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
+                            OR ARG_SECOND_CHECKOUT))
     set_tests_properties(grader_${name} PROPERTIES PROCESSORS 1 RESOURCE_GROUPS sandbox:1)
   endif()
 endfunction()

@@ -48,6 +48,13 @@ dtk_grade_mistake(deadlock_pipeline_blocking_sends ASSIGNMENT 2 COSTS run_pipeli
 dtk_grade_mistake(wrong_one_f_one_b_warmup ASSIGNMENT 2 COSTS one_f_one_b_schedule=half
                   EXPECT_OUTPUT "expected F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"
                                 "a warm-up one forward too long")
+# Load never costs points (issue 31): the same mistake graded while ten busy processes share the
+# two cores costs the same and nothing else; the executor's cases of 1 MB activations, past
+# their 2 s watchdog among other tests at such a load, pass when run again alone with the
+# manifest's retry_test_seconds (the feedback then says so).
+dtk_grade_mistake(wrong_one_f_one_b_warmup_under_load ASSIGNMENT 2
+                  OVERLAY wrong_one_f_one_b_warmup COSTS one_f_one_b_schedule=half LOAD 10
+                  EXPECT_OUTPUT "a warm-up one forward too long")
 dtk_grade_mistake(wrong_pipeline_info_swapped ASSIGNMENT 2 COSTS get_pipeline_info=half
                   EXPECT_OUTPUT "pp_comm: world ranks in communicator order")
 dtk_grade_mistake(wrong_partition_even_layers ASSIGNMENT 2 COSTS partition_layers=half

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "audit.hpp"
+#include "manifest.hpp"
 
 using namespace dtk::grade;
 
@@ -94,6 +95,23 @@ TEST_CASE("a function pointer a static initializer stored in a global is followe
         std::set<std::string>{"Communicator::Allreduce"});
   CHECK(audits["collectives.cpp"].forbidden.count("my_allgather") == 0);
   CHECK(audits["zero.cpp"].forbidden.count("zero1_grad_shard") == 0);
+}
+
+TEST_CASE("the kit's rules refuse System V IPC and POSIX message queues, wherever reached",
+          "[audit]") {
+  // data/audit_ipc.cpp: they outlive the grading that made them (a later one could read them),
+  // so every manifest refuses them (common.json's forbidden_symbols).
+  for (const char* assignment : {"assignment1.json", "assignment2.json", "assignment3.json"}) {
+    const Manifest manifest = load_manifest(DTK_KIT_MANIFESTS_DIR "/" + std::string(assignment));
+    const AuditRules kit{{}, {}, manifest.forbidden_symbols};
+    const Audit audit = audit_object(listing("audit_ipc"), graded, kit);
+    CAPTURE(assignment);
+    // The static initializer's shmget counts against every function of the file.
+    CHECK(audit.forbidden.at("get_info") ==
+          std::set<std::string>{"msgget", "semget", "shmget"});  // msgget via a helper
+    CHECK(audit.forbidden.at("split_train") == std::set<std::string>{"mq_open", "shmget"});
+    CHECK(audit.forbidden.at("naive_collect_forward_input") == std::set<std::string>{"shmget"});
+  }
 }
 
 TEST_CASE("the audit lists the functions an object defines", "[audit]") {

@@ -68,6 +68,8 @@ TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[mani
   const Manifest manifest = load_manifest(kKitManifest);
   CHECK(manifest.test_seconds == source["timeouts"]["test_seconds"].get<int>());
   CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
+  CHECK(manifest.retry_test_seconds == source["timeouts"]["retry_test_seconds"].get<int>());
+  CHECK(manifest.retry_test_seconds > manifest.test_seconds);
   CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
   CHECK(manifest.float_rtol == source["tolerances"]["float"].get<double>());
   CHECK(manifest.assignment == 1);
@@ -232,6 +234,16 @@ TEST_CASE("bad manifests are refused with a message naming the problem", "[manif
   manifest = kit_manifest();
   manifest["timeouts"]["test_seconds"] = "two";
   CHECK_THROWS_WITH(load_json(manifest), Contains("\"test_seconds\" has the wrong type"));
+
+  // A test run again alone gets more time than among others, never less.
+  manifest = kit_manifest();
+  manifest["timeouts"]["retry_test_seconds"] = 0;
+  CHECK_THROWS_WITH(load_json(manifest), Contains("\"retry_test_seconds\" must be positive"));
+  manifest["timeouts"]["retry_test_seconds"] = 1;
+  CHECK_THROWS_WITH(load_json(manifest),
+                    Contains("\"retry_test_seconds\" must be at least \"test_seconds\""));
+  manifest["timeouts"].erase("retry_test_seconds");
+  CHECK_THROWS_WITH(load_json(manifest), Contains("missing key \"retry_test_seconds\""));
 
   manifest = kit_manifest();
   manifest["visibility"] = "secret";

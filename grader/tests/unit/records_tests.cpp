@@ -190,3 +190,35 @@ TEST_CASE("each rank's launch file holds its own input keys only", "[records]") 
                                         "record " + rank0.record_key + "\nseed x\n"};
   for (const std::string& text : bad) CHECK_FALSE(LaunchFile::parse(text, parsed));
 }
+
+TEST_CASE("a restart right after a test's verified end marks that test; anywhere else, nothing",
+          "[records]") {
+  // The runner's own: after end(), restart().
+  const RankOutput written_out = parse_rank_output(written([](RecordWriter& out) {
+                                                     out.begin("a");
+                                                     out.end("a");
+                                                     out.restart();
+                                                   }),
+                                                   kKey);
+  CHECK(written_out.at("a").complete);
+  CHECK(written_out.at("a").restart_after);
+  const std::string a = signed_block("a", "int n\t1\n"), b = signed_block("b", "int n\t2\n");
+  const RankOutput between = parse_rank_output(a + "restart\n" + b, kKey);
+  CHECK(between.at("a").restart_after);
+  CHECK_FALSE(between.at("b").restart_after);
+  CHECK(between.at("b").complete);
+  // Before any test, not right after the end (a line between), after an end that does not
+  // verify: ignored.
+  CHECK_FALSE(parse_rank_output("restart\n" + a, kKey).at("a").restart_after);
+  CHECK_FALSE(parse_rank_output(a + "note x\nrestart\n", kKey).at("a").restart_after);
+  const RankOutput unsigned_end =
+      parse_rank_output("begin a\nint n\t1\nend a 0000000000000000\nrestart\n", kKey);
+  CHECK_FALSE(unsigned_end.at("a").restart_after);
+  // Inside a block, it was not the runner's: the block is spoilt.
+  const RankOutput inside = parse_rank_output("begin a\nrestart\nint n\t1\n", kKey);
+  CHECK_FALSE(inside.at("a").restart_after);
+  const std::string block = "begin a\nint n\t1\n";
+  const RankOutput injected = parse_rank_output(
+      "begin a\nrestart\nint n\t1\nend a " + block_hash(kKey, block) + "\n", kKey);
+  CHECK(injected.at("a").tampered);
+}
