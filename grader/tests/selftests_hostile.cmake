@@ -189,11 +189,9 @@ dtk_grade_selftest(hostile_planner_rewrites_cluster ASSIGNMENT 3
                    EXPECT_OUTPUT "Leaderboard +Part 13: mean MFU +0\\.0336")
 # Class 6: System V IPC objects outlive a grading (three shared-memory segments of 16 MiB, a
 # message queue and a semaphore set, mode 0666, from a static initializer and from Part 13's
-# unsealed plan_training). The code earns its points (it moves nothing between ranks; should
-# the audit come to refuse shmget, msgget and semget instead of each launch getting an IPC
-# namespace of its own, plan_training loses them: EXPECT 13=zero and the output naming
-# shmget). What it must not do is leave the objects behind, which only a comparison of the
-# IPC objects (ipcs) before and after the grading sees: grade_submission.cmake gains it on
-# branch grader-infra; until then this test passes whatever the grading leaves.
+# plan_training). Every student call and the loading run sealed (the calls fail), each launch
+# has an IPC namespace of its own and the sweep removes what is left; the audit refuses shmget,
+# msgget and semget, so plan_training's part gets nothing, and the grading leaves nothing
+# behind (GUARD compares the IPC objects before and after).
 dtk_grade_selftest(hostile_ipc_left_behind ASSIGNMENT 3 OVERLAY hostile_ipc_left_behind
-                   PARTS 13 GUARD EXPECT 13=full)
+                   PARTS 13 GUARD EXPECT 13=zero EXPECT_OUTPUT "shmget")
