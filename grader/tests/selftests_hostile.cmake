@@ -51,11 +51,12 @@ dtk_grade_selftest(hostile_record_reset OVERLAY hostile_record_reset
                    EXPECT 1=full 2=full 3=zero 4=full 5=full 6=full EXPECT_OUTPUT "MPI_Bcast")
 dtk_grade_selftest(adversarial_stop OVERLAY adversarial_stop MAX_SECONDS 20
                    EXPECT 1=full 2=full 3=full 4=full 5=full 6=lost EXPECT_OUTPUT "stopped")
-dtk_grade_selftest(adversarial_disk OVERLAY adversarial_disk
-                   EXPECT 1=full 2=full 3=full 4=lost 5=full 6=full EXPECT_OUTPUT "disk_mb")
-# What a command writes to its private /tmp and /var/tmp counts against the same limit.
+# Filling the disk from a student call, in the scratch or in the private /tmp and /var/tmp: every
+# student call is sealed, so it creates no file at all and Part 4 keeps its points (the disk
+# limit, disk_mb, still bounds what runs unsealed: the compiler and mpirun).
+dtk_grade_selftest(adversarial_disk OVERLAY adversarial_disk EXPECT ${all_full})
 dtk_grade_selftest(adversarial_disk_tmp OVERLAY adversarial_disk_tmp LIMITS disk_mb=512
-                   EXPECT 1=full 2=full 3=full 4=lost 5=full 6=full EXPECT_OUTPUT "disk_mb")
+                   EXPECT ${all_full})
 dtk_grade_selftest(adversarial_total_memory OVERLAY adversarial_total_memory
                    LIMITS total_memory_mb=1024 EXPECT 1=full 2=full 3=lost 4=full 5=full 6=full
                    EXPECT_OUTPUT "total_memory_mb")
