@@ -275,17 +275,15 @@ void alltoall_case(CheckContext& context) {
 }
 
 // The speed bonus's measurement: the student's function against MPI's own collective on
-// floats, in turns (which one goes first alternates), after kWarmUps warm-ups of each. Every
-// turn has inputs of its own (values drawn for it into the same buffers, dst filled with NaN
-// first) and every result is compared with MPI's on the same input, so a call that remembers an
-// earlier input, or returns before its work is done, is caught. The student's call runs on a sealed
+// floats, in turns (which one goes first alternates), after one warm-up of each. Every turn
+// has inputs of its own (values drawn for it, new buffers, dst filled with NaN first) and every
+// result is compared with MPI's on the same input, so a call that remembers an earlier input,
+// or returns before its work is done, is caught. The student's call runs on a sealed
 // thread of its own; MPI's turn on this, the main thread, which student code never runs on, once
 // the state student code could leave it has been checked (ProcessState). A timing is the slowest
 // rank's, between barriers. Rank 0 records the times in seconds ("mine i", "mpi i"), every
 // rank how many of its elements differed from MPI's ("wrong") and what the student's calls
 // changed (an error).
-constexpr int kWarmUps = 2;
-
 template <class Mine, class Mpi>
 void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi&& mpi) {
   const TestCase& test = context.test;
@@ -320,13 +318,10 @@ void time_against_mpi(CheckContext& context, std::size_t count, Mine&& mine, Mpi
   };
   long long wrong = 0;
   std::vector<double> mine_seconds, mpi_seconds;
-  // The same buffers every turn, refilled: fresh ones cost MPI's turn up to 25 times its time on
-  // some machines (its first touches of a new buffer), which no warm-up would amortise.
-  auto src = xt::xtensor<float, 1>::from_shape({count});
-  auto dst_mine = xt::xtensor<float, 1>::from_shape({count}), dst_mpi = dst_mine;
-  for (int turn = -kWarmUps; turn < test.repetitions; ++turn) {
-    const auto fresh = random_src<float>(context.rng("src, timing " + std::to_string(turn)), count);
-    std::copy(fresh.begin(), fresh.end(), src.begin());  // into the same buffer
+  for (int turn = -1; turn < test.repetitions; ++turn) {  // turn -1: the warm-up
+    const auto src = random_src<float>(context.rng("src, timing " + std::to_string(turn)), count);
+    xt::xtensor<float, 1> dst_mine = xt::xtensor<float, 1>::from_shape({count});
+    xt::xtensor<float, 1> dst_mpi = dst_mine;
     dst_mine.fill(std::numeric_limits<float>::quiet_NaN());
     dst_mpi.fill(std::numeric_limits<float>::quiet_NaN());
     double mine_time = 0, mpi_time = 0;
