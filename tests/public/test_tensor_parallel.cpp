@@ -630,6 +630,19 @@ TEMPLATE_TEST_CASE(
   });
 }
 
+TEST_CASE(
+    "Part 10 | vocab_parallel_cross_entropy: logits of ±10⁴ in float, the loss exact to "
+    "float's rounding (log s + (max − target): the order of the terms)",
+    "[part10]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    check_cross_entropy<float>(
+        check,
+        "logits ±10⁴ + 3 sin(1.3 i + 0.7 v + 0.1) (+ on odd rows), targets (7 i + 3) mod V, the "
+        "loss to float's rounding",
+        10, 4, 1e4, spread_targets, Loss::to_rounding);
+  });
+}
+
 TEMPLATE_TEST_CASE(
     "Part 10 | vocab_parallel_cross_entropy: every target in rank 0's columns (the other "
     "ranks contribute no target logit)",
