@@ -2,7 +2,9 @@
 bundle cut empty: every heading has text under it, and no sentence that announces a list, a
 table or an example (ending with ":") is followed by nothing but the next heading or paragraph.
 A section written as per-assignment blocks (<!-- dtk:only N -->) that forgot an assignment shows
-up as one of these.
+up as one of these. And every heading has a blank line before it: without one, some Markdown
+readers take it for the end of the paragraph above (a text ending right before a block's
+<!-- dtk:end --> marker, whose heading follows the markers, loses it in the bundle).
 
 usage: check_handout_sections.py HANDOUT.md      (exit 1 and one line per problem)
 """
@@ -16,6 +18,12 @@ def is_heading(line):
 
 def problems_of(lines):
     problems = []
+    in_code = False
+    for number, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and is_heading(line) and number > 1 and lines[number - 2].strip():
+            problems.append("line %d: %s has no blank line before it" % (number, line.strip()))
     heading, text = None, 0
     for number, line in enumerate(lines + ["# (end)"], 1):
         if is_heading(line):
