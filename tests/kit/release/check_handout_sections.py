@@ -16,13 +16,20 @@ def is_heading(line):
     return re.match(r"#+ ", line) is not None
 
 
-def problems_of(lines):
-    problems = []
+def prose_lines(lines):
+    """(number, line) of every line outside the fenced code blocks (the fences left out)."""
     in_code = False
     for number, line in enumerate(lines, 1):
         if line.startswith("```"):
             in_code = not in_code
-        elif not in_code and is_heading(line) and number > 1 and lines[number - 2].strip():
+        elif not in_code:
+            yield number, line
+
+
+def problems_of(lines):
+    problems = []
+    for number, line in prose_lines(lines):
+        if is_heading(line) and number > 1 and lines[number - 2].strip():
             problems.append("line %d: %s has no blank line before it" % (number, line.strip()))
     heading, text = None, 0
     for number, line in enumerate(lines + ["# (end)"], 1):
@@ -34,13 +41,9 @@ def problems_of(lines):
             text += 1
     # A line ending with ":" must be followed (after blank lines) by what it announces: a code
     # block, a table, a list, a figure or an indented block, not by a heading or new prose.
-    in_code = False
-    for number, line in enumerate(lines, 1):
-        if line.startswith("```"):
-            in_code = not in_code
+    for number, line in prose_lines(lines):
         ends_paragraph = number == len(lines) or not lines[number].strip()
-        if in_code or not ends_paragraph or not line.rstrip().endswith(":") or \
-                line.startswith(("    ", "|")):
+        if not ends_paragraph or not line.rstrip().endswith(":") or line.startswith(("    ", "|")):
             continue
         following = next((l for l in lines[number:] if l.strip()), "# (end)")
         if is_heading(following) or not re.match(r"(    |\t| *\|| *```| *[-*] | *[0-9]+\. |!\[|<!--)", following):
