@@ -10,20 +10,25 @@ self-contained SVGs:
                                  step (mean of the last 30 of 150 steps on the Bible), without and
                                  with the load-balancing loss
   figs/gpt_cp_attention.svg      each rank's attention work per step under --cp 4 (the kernels'
-                                 CPU seconds): contiguous slices against zig-zag
+                                 CPU seconds, the median of CP_RUNS runs): contiguous slices
+                                 against zig-zag, at sequences of 512 (at gpt_train's default
+                                 128 a block is too small for zig-zag's balance to show)
   figs/gpt_cp_longest.svg        the longest sequence whose activations fit one rank's budget
                                  (what one rank keeps at 256 positions) under --cp 1, 2, 4:
                                  measured at 128 to 2048 positions
 
-usage: scripts/make-gpt-layout-figures.py BUILD_DIR [OUT_DIR (default figs)]
+usage: scripts/make-gpt-layout-figures.py BUILD_DIR [OUT_DIR (default figs)] [FIGURE...]
+  FIGURE: tp_activations, moe_load, cp_attention, cp_longest (default: all four)
 
-It runs BUILD_DIR/gpt_train with mpirun (4 ranks at most, oversubscribed), about two minutes on
+It runs BUILD_DIR/gpt_train with mpirun (4 ranks at most, oversubscribed), about three minutes on
 two cores: the activations and the expert load are exact counts, the attention seconds are
-timings (run it on a quiet machine).
+timings (run it on a quiet machine: it prints the load average before and after; the handout
+quotes the medians it prints).
 """
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,19 +170,44 @@ def moe_load(build, out_dir):
               "rows per step")
 
 
+# The model of the context-parallel figure (and of the handout's 11.6 comparison), and how many
+# runs of each layout it takes the median of.
+CP_MODEL = ["--layers", "2", "--hidden", "128", "--heads", "4", "--seq", "512", "--batch_size", "2",
+            "--steps", "4", "--eval_every", "100", "--cp", "4"]
+CP_RUNS = 5
+
+
 def cp_attention(build, out_dir):
-    model = ["--layers", "2", "--hidden", "128", "--heads", "4", "--seq", "512",
-             "--batch_size", "2", "--steps", "4", "--eval_every", "100", "--cp", "4"]
+    """Each rank's attention kernels' CPU milliseconds per step, contiguous and zig-zag: per rank
+    the median of CP_RUNS runs of each layout, the runs interleaved so that a change of the
+    machine's load touches both alike. Prints the medians of the attention's wall time (mean over
+    the ranks) and of the training step's too."""
+    print("  load average before: %.2f %.2f %.2f" % os.getloadavg())
+    runs = {False: [], True: []}
+    for _ in range(CP_RUNS):
+        for zigzag in (False, True):
+            runs[zigzag].append(gpt_train(build, 4, CP_MODEL + (["--zigzag"] if zigzag else [])))
+    print("  load average after: %.2f %.2f %.2f" % os.getloadavg())
+
     series = []
-    for name, flags in (("contiguous slices", []), ("zig-zag (--zigzag)", ["--zigzag"])):
-        r = gpt_train(build, 4, model + flags)
-        series.append((name, [1000 * rank["attention_cpu_seconds"] / r["steps"]
-                              for rank in r["ranks"]]))
+    for zigzag, name in ((False, "contiguous slices"), (True, "zig-zag (--zigzag)")):
+        reports = runs[zigzag]
+        kernels = [statistics.median([1000 * r["ranks"][i]["attention_cpu_seconds"] / r["steps"]
+                                      for r in reports]) for i in range(4)]
+        wall = statistics.median([sum(rank["attention_seconds"] for rank in r["ranks"]) / 4
+                                  / r["steps"] for r in reports])
+        step = statistics.median([statistics.median(s["seconds"] for s in r["history"])
+                                  for r in reports])
+        print("  %s: kernels ms per step by rank %s; attention wall %.3f s per step (mean over "
+              "the ranks); training step %.3f s (medians of %d runs)"
+              % (name, ", ".join("%.1f" % k for k in kernels), wall, step, CP_RUNS))
+        series.append((name, kernels))
     bar_chart(os.path.join(out_dir, "gpt_cp_attention.svg"),
               "Each rank's attention work under context parallelism",
-              ["gpt_train --cp 4, 2 blocks of h 128, 4 heads, sequences of 512: the CPU "
-               "milliseconds per step of the",
-               "attention kernels (forward and backward) on each rank, the ring's waits left out"],
+              ["gpt_train --cp 4, 2 blocks of h 128, 4 heads, batch 2 sequences of 512, 4 steps: "
+               "the CPU ms per step",
+               "of the attention kernels (forward and backward) on each rank, the ring's waits "
+               "left out; median of %d runs" % CP_RUNS],
               ["cp rank %d" % i for i in range(4)], series, "ms per step")
 
 
@@ -201,18 +231,24 @@ def cp_longest(build, out_dir):
               "positions")
 
 
+FIGURES = {"tp_activations": tp_activations, "moe_load": moe_load, "cp_attention": cp_attention,
+           "cp_longest": cp_longest}
+
+
 def main():
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
     build = sys.argv[1]
-    out_dir = sys.argv[2] if len(sys.argv) == 3 else "figs"
+    out_dir = sys.argv[2] if len(sys.argv) >= 3 else "figs"
+    chosen = sys.argv[3:] or list(FIGURES)
+    unknown = [name for name in chosen if name not in FIGURES]
+    if unknown:
+        sys.exit("make-gpt-layout-figures.py: no figure %s\n%s" % (", ".join(unknown), __doc__))
     if not os.access(os.path.join(build, "gpt_train"), os.X_OK):
         sys.exit("make-gpt-layout-figures.py: %s/gpt_train does not exist: build it first "
                  "(cmake --build %s --target gpt_train)" % (build, build))
-    tp_activations(build, out_dir)
-    moe_load(build, out_dir)
-    cp_attention(build, out_dir)
-    cp_longest(build, out_dir)
+    for name in chosen:
+        FIGURES[name](build, out_dir)
 
 
 if __name__ == "__main__":

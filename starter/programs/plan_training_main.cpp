@@ -8,7 +8,7 @@
 //   ... --plans plans.txt
 // simulates every plan of a file (one per line, as plan_text writes them: "tp=8 cp=1 pp=2 dp=4
 // ep=1 microbatches=32 zero=1 sp 1f1b", fields left out take TrainingPlan's defaults, dp the
-// GPUs left) and prints one CSV row per plan, for scripts.
+// GPUs left) and prints one CSV row per plan, for scripts (its columns: kCsvColumns).
 //
 // Exit status: 0 on success; 2 for a bad command line, config or plan file (one line on stderr
 // names the problem); 1 if plan_training is not implemented yet.
@@ -44,7 +44,27 @@ constexpr const char* kUsage =
     "  --tp N --cp N --pp N --dp N --ep N --microbatches M --zero Z (0 to 3) --sp --recompute\n"
     "  --schedule 1f1b|gpipe\n"
     "  --plans FILE     simulate every plan in FILE (one per line, e.g. \"tp=8 pp=2\n"
-    "                   microbatches=32 zero=1 sp 1f1b\"; '-' reads stdin) and print CSV\n";
+    "                   microbatches=32 zero=1 sp 1f1b\": the fields left out take\n"
+    "                   TrainingPlan's defaults, dp the GPUs left; blank lines and lines\n"
+    "                   starting with # are skipped; '-' reads stdin) and print a CSV table,\n"
+    "                   a header line, then one row per plan, of these columns (a plan that\n"
+    "                   breaks a rule of the layout is not simulated: its numbers are 0):\n";
+
+// The columns of --plans' CSV table, in order, and what each holds (--help prints them).
+constexpr std::pair<const char*, const char*> kCsvColumns[] = {
+    {"plan", "the plan, in plan_text's words"},
+    {"valid", "1 if it can run; 0 if it breaks a rule or exceeds the memory"},
+    {"step_seconds", "the simulated training step, seconds"},
+    {"peak_memory_gb", "the fullest GPU's memory, GB"},
+    {"mfu", "the MFU (over the memory: what it would reach)"},
+    {"compute", "seconds of the step in matrix products (Part 4)"},
+    {"tensor_parallel", "... in Megatron's f and g (Part 10)"},
+    {"context_parallel", "... passing K and V round the ring (Part 11)"},
+    {"expert_parallel", "... in dispatch and combine (Part 12)"},
+    {"pipeline", "... sending activations between stages (Part 8)"},
+    {"bubble", "... in the pipeline's bubble (Part 8)"},
+    {"data_parallel", "... summing gradients, ZeRO's gathers (Parts 6, 9)"},
+    {"why_invalid", "the simulator's reason, quoted (\"\" when valid)"}};
 
 struct Options {
   bool help = false;
@@ -165,8 +185,12 @@ std::string quoted(const std::string& text) {
 
 void print_csv(std::istream& plans, const dtk::ModelConfig& model,
                const dtk::ClusterConfig& cluster, const Options& o) {
-  std::cout << "plan,valid,step_seconds,peak_memory_gb,mfu,compute,tensor_parallel,"
-               "context_parallel,expert_parallel,pipeline,bubble,data_parallel,why_invalid\n";
+  const char* separator = "";
+  for (const auto& [column, meaning] : kCsvColumns) {
+    std::cout << separator << column;
+    separator = ",";
+  }
+  std::cout << "\n";
   for (std::string line; std::getline(plans, line);) {
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
     const dtk::TrainingPlan plan = parse_plan_line(line, cluster);
@@ -226,6 +250,9 @@ int main(int argc, char** argv) {
     const Options o = parse_arguments(argc, argv);
     if (o.help) {
       std::cout << kUsage;
+      for (const auto& [column, meaning] : kCsvColumns) {
+        std::printf("    %-17s %s\n", column, meaning);
+      }
       return 0;
     }
     const dtk::ModelConfig model = dtk::load_model_config(o.model);

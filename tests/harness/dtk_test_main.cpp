@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace dtk::testing {
@@ -24,11 +25,63 @@ int world_rank() {
   return rank;
 }
 
-// On rank 0: one report of every rank's failures, identical ones merged.
+// Each finding a rank sends rank 0 ends with this character (a finding spans lines).
+constexpr char kEndOfFinding = '\x1e';
+
+// A finding's first line: what differs, where, and the known mistake it is.
+std::string first_line(const std::string& finding) { return finding.substr(0, finding.find('\n')); }
+
+// One mistake tends to fail many checks alike: after a finding shown whole, this many more are
+// shown by their first line, and the rest counted.
+constexpr std::size_t kOneLineFindings = 8;
+
+// Whether an earlier case of this program failed (on rank 0, which writes the reports).
+bool a_case_failed = false;
+
+// On rank 0: one report of every rank's findings (each ending with kEndOfFinding), identical ones
+// merged and naming their ranks, in the order of the ranks that found them. The program's first
+// failing case shows its first finding whole and the next ones by their first line; a later
+// failing case is one line, its first finding's first line and how many more it has: run alone,
+// it is the first and shows them.
 std::string merge_reports(const std::vector<std::string>& per_rank) {
-  std::string report;
-  for (const auto& [text, ranks] : group_identical(per_rank)) {
-    report += "[" + rank_list(ranks) + "] " + text + "\n";
+  std::vector<std::vector<std::string>> findings(per_rank.size());
+  std::size_t most = 0;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    std::istringstream text(per_rank[r]);
+    for (std::string finding; std::getline(text, finding, kEndOfFinding);) {
+      findings[r].push_back(finding);
+    }
+    most = std::max(most, findings[r].size());
+  }
+  // Round by round (every rank's first finding, then every rank's second, ...), identical ones
+  // merged: the same check failing on several ranks is one finding.
+  std::vector<RankGroup> groups;
+  for (std::size_t i = 0; i < most; ++i) {
+    std::vector<std::string> round(per_rank.size());
+    for (std::size_t r = 0; r < per_rank.size(); ++r) {
+      if (i < findings[r].size()) round[r] = findings[r][i];
+    }
+    for (const RankGroup& group : group_identical(round)) groups.push_back(group);
+  }
+  if (groups.empty()) return "";
+  const auto line = [](const RankGroup& group, const std::string& text) {
+    return "[" + rank_list(group.second) + "] " + text + "\n";
+  };
+  if (a_case_failed) {
+    return line(groups[0], first_line(groups[0].first) +
+                               (groups.size() > 1 ? " (and " + std::to_string(groups.size() - 1) +
+                                                        " more: run this case alone to see them)"
+                                                  : ""));
+  }
+  a_case_failed = true;
+  std::string report = line(groups[0], groups[0].first);
+  for (std::size_t g = 1; g < std::min(groups.size(), 1 + kOneLineFindings); ++g) {
+    report += line(groups[g], first_line(groups[g].first));
+  }
+  if (groups.size() > 1 + kOneLineFindings) {
+    const std::size_t more = groups.size() - 1 - kOneLineFindings;
+    report +=
+        "... and " + std::to_string(more) + (more == 1 ? " more finding\n" : " more findings\n");
   }
   return report;
 }
@@ -135,7 +188,7 @@ void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
   }
 
   std::string mine;
-  for (const std::string& failure : checks.failures()) mine += failure + "\n";
+  for (const std::string& failure : checks.failures()) mine += failure + kEndOfFinding;
   const std::string report =
       broadcast_from_root(merge_reports(gather_text(Communicator(harness_comm), mine)));
   if (!report.empty()) FAIL(report);

@@ -100,20 +100,41 @@ struct Arrival {
   int choice, expert;
 };
 
-// The rows rank r's experts process, in the order dispatch returns them: by local expert, then
-// source rank, then (token, choice).
-std::vector<Arrival> arrivals(const Routing& routing, int r) {
+// Rank r's experts, in the order of its local ids: a block of E / p (or, dealt round-robin as a
+// known mistake deals them, experts r, r + p, r + 2p, ...).
+std::vector<int> experts_of(const Routing& routing, int r, bool round_robin = false) {
+  std::vector<int> experts;
+  for (int j = 0; j < routing.per_rank(); ++j) {
+    experts.push_back(round_robin ? r + j * routing.ranks : r * routing.per_rank() + j);
+  }
+  return experts;
+}
+
+// The rows `experts` process, in the order dispatch returns them: by local expert, then source
+// rank, then (token, choice); or, as a known mistake leaves them, by source rank first.
+std::vector<Arrival> arrivals(const Routing& routing, const std::vector<int>& experts,
+                              bool source_first = false) {
   std::vector<Arrival> rows;
-  for (int e = r * routing.per_rank(); e < (r + 1) * routing.per_rank(); ++e) {
-    for (int s = 0; s < routing.ranks; ++s) {
-      for (std::size_t t = 0; t < routing.tokens(s); ++t) {
-        for (int c = 0; c < routing.k; ++c) {
-          if (routing.ids[s](t, c) == e) rows.push_back({s, t, c, e});
-        }
+  const auto add = [&](int e, int s) {
+    for (std::size_t t = 0; t < routing.tokens(s); ++t) {
+      for (int c = 0; c < routing.k; ++c) {
+        if (routing.ids[s](t, c) == e) rows.push_back({s, t, c, e});
+      }
+    }
+  };
+  for (std::size_t outer = 0; outer < (source_first ? routing.ranks : experts.size()); ++outer) {
+    for (std::size_t inner = 0; inner < (source_first ? experts.size() : routing.ranks); ++inner) {
+      if (source_first) {
+        add(experts[inner], static_cast<int>(outer));
+      } else {
+        add(experts[outer], static_cast<int>(inner));
       }
     }
   }
   return rows;
+}
+std::vector<Arrival> arrivals(const Routing& routing, int r) {
+  return arrivals(routing, experts_of(routing, r));
 }
 
 // Rows rank `from` sends rank `to`.
@@ -164,14 +185,20 @@ void check_dispatch(dtk::testing::Checks& check, const Routing& routing,
   const std::string at = "moe_dispatch " + where(routing, r);
 
   const std::vector<Arrival> expected_rows = arrivals(routing, r);
-  xt::xtensor<T, 2> expected({expected_rows.size(), routing.hidden});
-  for (std::size_t i = 0; i < expected_rows.size(); ++i) {
-    xt::row(expected, i) =
-        xt::row(tokens_of<T>(routing, expected_rows[i].source), expected_rows[i].token);
-  }
+  const auto rows_of = [&](const std::vector<Arrival>& arrived) {
+    xt::xtensor<T, 2> m({arrived.size(), routing.hidden});
+    for (std::size_t i = 0; i < arrived.size(); ++i) {
+      xt::row(m, i) = xt::row(tokens_of<T>(routing, arrived[i].source), arrived[i].token);
+    }
+    return m;
+  };
   check.close(at + ": the returned rows (by local expert, then source rank, then (token, choice); "
                    "element j of token t's row on rank s is 10000 s + 100 t + j)",
-              expected, rows);
+              rows_of(expected_rows), rows, 1e-6, 1e-9,
+              {{"the rows grouped by source rank first, then by local expert (as they arrived)",
+                rows_of(arrivals(routing, experts_of(routing, r), /*source_first=*/true))},
+               {"the experts dealt round-robin (expert e on rank e % p)",
+                rows_of(arrivals(routing, experts_of(routing, r, /*round_robin=*/true)))}});
 
   std::vector<int> send_counts(p), recv_counts(p), per_expert(routing.per_rank(), 0);
   for (int q = 0; q < p; ++q) {
@@ -215,6 +242,15 @@ void check_dispatch(dtk::testing::Checks& check, const Routing& routing,
 
 // The gates of rank s's token t, choice c: multiples of 1/8 from 1/8 to 7/8, exact in float.
 double gate_of(int s, std::size_t t, int c) { return 0.125 * (1 + (s + t + 3 * c) % 7); }
+
+// What combine's known mistakes with the gates give: combined(weight) is the result with each
+// gate g replaced by weight(g).
+template <class T, class Combined>
+dtk::testing::KnownMistakes<xt::xtensor<T, 2>> gate_mistakes(Combined combined) {
+  return {{"the gates ignored (each token the sum of its rows' outputs)",
+           combined([](T) { return T(1); })},
+          {"each gate applied twice (gates[t, c]^2)", combined([](T g) { return g * g; })}};
+}
 
 template <class T>
 xt::xtensor<T, 2> gates_of(const Routing& routing, int s) {
@@ -269,18 +305,23 @@ void check_combine(dtk::testing::Checks& check, const Routing& routing,
   const xt::xtensor<T, 2> y = dtk::moe_combine(expert_out, plan, gates, ep_comm);
   const long long sent = static_cast<long long>(ep_comm.total_bytes_transferred() - before);
 
-  xt::xtensor<T, 2> expected = xt::zeros<T>({n, h});
-  for (std::size_t t = 0; t < n; ++t) {
-    for (std::size_t c = 0; c < k; ++c) {
-      for (std::size_t j = 0; j < h; ++j)
-        expected(t, j) += gates(t, c) * output_row(r, t, static_cast<int>(c), j);
+  // Σ_c weight(gates[t, c]) · (output row of (t, c)): the gates themselves, or as a known
+  // mistake applies them.
+  const auto combined = [&](auto weight) {
+    xt::xtensor<T, 2> sum = xt::zeros<T>({n, h});
+    for (std::size_t t = 0; t < n; ++t) {
+      for (std::size_t c = 0; c < k; ++c) {
+        for (std::size_t j = 0; j < h; ++j)
+          sum(t, j) += weight(gates(t, c)) * output_row(r, t, static_cast<int>(c), j);
+      }
     }
-  }
+    return sum;
+  };
   const std::string at = "moe_combine " + where(routing, r);
   check.close(at + ": y[t] = sum over c of gates[t, c] * (output row of (t, c)); the output "
                    "row of rank s's (token t, choice c) is 10000 s + 100 t + j + 50 c, gates are "
                    "multiples of 1/8",
-              expected, y);
+              combined([](T g) { return g; }), y, 1e-6, 1e-9, gate_mistakes<T>(combined));
   long long back_to_others = 0;
   for (int q = 0; q < p; ++q) back_to_others += q == r ? 0 : plan.recv_counts[q];
   const long long allowed = bytes_allowed<T>(back_to_others, h, 0);
@@ -447,15 +488,18 @@ void check_round_trip(dtk::testing::Checks& check, const Routing& routing,
   }
   const xt::xtensor<T, 2> gates = gates_of<T>(routing, r);
   const xt::xtensor<T, 2> y = dtk::moe_combine(rows, plan, gates, ep_comm);
-  xt::xtensor<T, 2> expected = xt::zeros<T>(x.shape());
-  for (std::size_t t = 0; t < x.shape(0); ++t) {
-    for (int c = 0; c < routing.k; ++c) {
-      xt::row(expected, t) += gates(t, c) * T(routing.ids[r](t, c) + 1) * xt::row(x, t);
+  const auto combined = [&](auto weight) {
+    xt::xtensor<T, 2> sum = xt::zeros<T>(x.shape());
+    for (std::size_t t = 0; t < x.shape(0); ++t) {
+      for (int c = 0; c < routing.k; ++c) {
+        xt::row(sum, t) += weight(gates(t, c)) * T(routing.ids[r](t, c) + 1) * xt::row(x, t);
+      }
     }
-  }
+    return sum;
+  };
   check.close("moe_dispatch, then expert e scaling its rows by e + 1, then moe_combine, " +
                   where(routing, r) + ": y[t] = sum over c of gates[t, c] (e_c + 1) x[t]",
-              expected, y);
+              combined([](T g) { return g; }), y, 1e-6, 1e-9, gate_mistakes<T>(combined));
 }
 
 TEMPLATE_TEST_CASE(
