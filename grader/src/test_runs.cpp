@@ -163,8 +163,8 @@ TestRun collect(const TestCase& test, const std::vector<RankOutput>& per_rank, b
 // another process of the sandbox user could have put there meanwhile; readable by the sandbox
 // user whatever the umask.
 std::vector<std::string> write_launch_files(const std::string& dir, int ranks,
-                                            const std::vector<TestCase>& tests,
-                                            std::uint64_t seed, bool judging) {
+                                            const std::vector<TestCase>& tests, std::uint64_t seed,
+                                            bool judging) {
   std::vector<std::string> ids;
   for (const TestCase& test : tests) ids.push_back(test.id());
   std::vector<std::string> record_keys;
