@@ -114,8 +114,7 @@ namespace dtk::grade {
 namespace {
 
 void check_rank_sum(CheckContext& context) {
-  context.out.integer("rank_sum", moved_through(context, context.world,
-                                                [&] { return rank_sum(context.world); }));
+  context.out.integer("rank_sum", context.call([&] { return rank_sum(context.world); }));
 }
 
 }  // namespace
