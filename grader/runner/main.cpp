@@ -207,6 +207,7 @@ bool run_test(const Options& options, const std::string& id, const TestKeys& key
 // process.
 void run_launch(int argc, char** argv) {
   make_private();
+  keep_freed_memory();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   const Options options = parse_options(argc, argv);
