@@ -39,16 +39,21 @@ json to_json(const TestOutput& o) {
   for (const Mistake& m : o.mistakes)
     mistakes.push_back(
         {{"value", m.value}, {"description", m.description}, {"wrong", to_json(m.wrong)}});
+  json evidence = json::array();
+  for (const auto& [name, value] : o.evidence) evidence.push_back({name, to_json(value)});
   return {{"complete", o.complete},
           {"timed_out", o.timed_out},
           {"crash_signal", o.crash_signal},
           {"exited", o.exited},
           {"tampered", o.tampered},
+          {"restart_after", o.restart_after},
           {"notes", o.notes},
+          {"outcomes", o.outcomes},
           {"values", values},
           {"errors", o.errors},
           {"forbidden", o.forbidden},
           {"mistakes", mistakes},
+          {"evidence", evidence},
           {"moved", o.moved},
           {"received", o.received},
           {"least_received", o.least_received}};
@@ -61,9 +66,13 @@ TestOutput output_of(const json& j) {
   o.crash_signal = j.at("crash_signal").get<int>();
   o.exited = j.at("exited").get<bool>();
   o.tampered = j.at("tampered").get<bool>();
+  o.restart_after = j.at("restart_after").get<bool>();
   o.notes = j.at("notes").get<std::vector<std::string>>();
+  o.outcomes = j.at("outcomes").get<std::vector<std::string>>();
   for (const json& pair : j.at("values"))
     o.values.emplace_back(pair.at(0).get<std::string>(), value_of(pair.at(1)));
+  for (const json& pair : j.at("evidence"))
+    o.evidence.emplace_back(pair.at(0).get<std::string>(), value_of(pair.at(1)));
   o.errors = j.at("errors").get<std::vector<std::string>>();
   o.forbidden = j.at("forbidden").get<std::vector<std::string>>();
   for (const json& m : j.at("mistakes")) {
@@ -82,11 +91,9 @@ std::string path_of(const std::string& dir, const std::string& key) {
 
 }  // namespace
 
-std::optional<std::map<std::string, TestRun>> load_expected(const std::string& dir,
-                                                            const std::string& key,
-                                                            const std::vector<std::string>& ids) {
+std::map<std::string, TestRun> load_expected(const std::string& dir, const std::string& key) {
   std::ifstream file(path_of(dir, key));
-  if (!file) return std::nullopt;
+  if (!file) return {};
   try {
     const json saved = json::parse(file);
     std::map<std::string, TestRun> runs;
@@ -94,14 +101,12 @@ std::optional<std::map<std::string, TestRun>> load_expected(const std::string& d
       TestRun& loaded = runs[id];
       loaded.finished = run.at("finished").get<bool>();
       loaded.problem = run.at("problem").get<std::string>();
+      loaded.rerun = run.at("rerun").get<std::string>();
       for (const json& rank : run.at("ranks")) loaded.ranks.push_back(output_of(rank));
-    }
-    for (const std::string& id : ids) {
-      if (!runs.count(id)) return std::nullopt;
     }
     return runs;
   } catch (const json::exception&) {
-    return std::nullopt;  // half-written or from another version: computed again
+    return {};  // half-written or from another version: computed again
   }
 }
 
@@ -111,7 +116,10 @@ void save_expected(const std::string& dir, const std::string& key,
   for (const auto& [id, run] : runs) {
     json ranks = json::array();
     for (const TestOutput& rank : run.ranks) ranks.push_back(to_json(rank));
-    saved[id] = {{"finished", run.finished}, {"problem", run.problem}, {"ranks", ranks}};
+    saved[id] = {{"finished", run.finished},
+                 {"problem", run.problem},
+                 {"rerun", run.rerun},
+                 {"ranks", ranks}};
   }
   const std::string path = path_of(dir, key);
   const std::string temporary = path + ".tmp" + std::to_string(getpid());

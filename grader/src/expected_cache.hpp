@@ -1,25 +1,26 @@
-// The reference's outputs of one batch, computed once: every hand-in of a batch is graded with
-// the same seed and manifest, so the expected outputs are the same for all of them. The first
-// grading to compute them saves them; the others load them instead of running the reference.
-// The cache lives in a directory only the grader can read (the expected outputs must stay out
-// of the submissions' reach), one file per seed and test selection.
+// The reference's outputs, computed once for gradings that share a seed and a manifest: a batch's
+// hand-ins (every one is graded with the same seed and manifest), or the grader's self-tests. A
+// grading loads the tests it needs that are saved, runs the reference for the others only and
+// saves them beside the rest. The cache lives in a directory only the grader can read (the
+// expected outputs must stay out of the submissions' reach), one file per key (grading.cpp: the
+// assignment, the seed, and the reference build it came from).
 #pragma once
 
 #include <map>
-#include <optional>
 #include <string>
 
 #include "test_runs.hpp"
 
 namespace dtk::grade {
 
-// The runs saved for `key` under `dir`, if there are any and they hold every test of `ids`.
-std::optional<std::map<std::string, TestRun>> load_expected(const std::string& dir,
-                                                            const std::string& key,
-                                                            const std::vector<std::string>& ids);
+// Test id -> its saved run, for every test saved for `key` under `dir` (none if the file is
+// missing or unreadable).
+std::map<std::string, TestRun> load_expected(const std::string& dir, const std::string& key);
 
-// Saves `runs` for `key` under `dir` (written to a temporary file, then renamed: a grading that
-// loads at the same time sees the whole file or none).
+// Saves `runs` for `key` under `dir`, in place of what was saved (written to a temporary file,
+// then renamed: a grading that loads at the same time sees the whole file or none; of two
+// gradings saving at once, the last one's file stays, and the tests it lacks are run again
+// by the next grading that needs them).
 void save_expected(const std::string& dir, const std::string& key,
                    const std::map<std::string, TestRun>& runs);
 

@@ -384,28 +384,50 @@ Launcher reference_launcher(const Grading& grading, const Workspace& workspace) 
   return reference;
 }
 
-// The expected outputs of `tests`: one launch of the reference on as many ranks as the largest
-// test (smaller tests use the first ranks). In a batch every grading expects the same outputs
-// (one seed, one manifest): the first one computes them for the others.
+// Which build of the reference made a saved output: the runner and its reference library beside
+// it, by size and modification time (a rebuilt reference makes a new key: nothing stale loads).
+std::string reference_build(const std::string& runner) {
+  std::string build;
+  for (const fs::path& file :
+       {fs::path(runner), fs::path(runner).parent_path() / "libdtk_student.so"}) {
+    std::error_code error;
+    const auto size = fs::file_size(file, error);
+    const auto modified = fs::last_write_time(file, error);
+    build += "-" + std::to_string(error ? 0 : size) + "." +
+             std::to_string(modified.time_since_epoch().count());
+  }
+  return build;
+}
+
+// The expected outputs of `tests`: the reference launched on as many ranks as the largest test
+// (smaller tests use the first ranks). Gradings that share a cache (a batch, the self-tests)
+// expect the same outputs of a test (one seed, one manifest): the reference runs only the tests
+// none of them has run yet.
 std::map<std::string, TestRun> expected_outputs(const Grading& grading, const Launcher& reference,
                                                 const std::vector<TestCase>& tests) {
   const std::string& cache_dir = grading.options.expected_cache;
   const std::string cache_key = "assignment" + std::to_string(grading.manifest.assignment) +
                                 "-seed" + std::to_string(grading.seed) +
-                                (grading.options.public_only ? "-public" : "");
-  std::vector<std::string> ids;
+                                (grading.options.public_only ? "-public" : "") +
+                                reference_build(reference.runner);
+  std::map<std::string, TestRun> saved;
+  if (!cache_dir.empty()) saved = load_expected(cache_dir, cache_key);
+  std::vector<TestCase> to_run;
   int max_ranks = 1;
   for (const TestCase& test : tests) {
-    ids.push_back(test.id());
+    if (saved.count(test.id())) continue;
+    to_run.push_back(test);
     max_ranks = std::max(max_ranks, test.ranks());
   }
-  if (!cache_dir.empty()) {
-    if (auto cached = load_expected(cache_dir, cache_key, ids)) return *cached;
+  if (!to_run.empty()) {
+    std::map<std::string, TestRun> runs = run_tests(reference, to_run, max_ranks);
+    add_derived_outputs(reference, runs, reference.runs_dir + "-derived");
+    saved.insert(runs.begin(), runs.end());
+    if (!cache_dir.empty()) save_expected(cache_dir, cache_key, saved);
   }
-  std::map<std::string, TestRun> runs = run_tests(reference, tests, max_ranks);
-  add_derived_outputs(reference, runs, reference.runs_dir + "-derived");
-  if (!cache_dir.empty()) save_expected(cache_dir, cache_key, runs);
-  return runs;
+  std::map<std::string, TestRun> expected;
+  for (const TestCase& test : tests) expected[test.id()] = saved[test.id()];
+  return expected;
 }
 
 // Test id -> why it cannot run (its file missing, not compiling, not auditable, or not defining

@@ -21,6 +21,12 @@
 # bundle and autograder-package test. Every mistake under three seeds would add two gradings
 # to each and about a fifth to `make test`'s time.
 set(other_seeds SEEDS 844925099 28741244)
+# The reference's outputs the self-tests share (grade_submission.cmake) are made afresh by each
+# `ctest` run: this test empties their cache before any self-test starts.
+add_test(NAME grader_selftests_fresh_reference
+         COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}'/selftests/.reference-*")
+set_tests_properties(grader_selftests_fresh_reference PROPERTIES FIXTURES_SETUP fresh_reference
+                     LABELS grading)
 function(dtk_grade_selftest name)
   cmake_parse_arguments(ARG "GUARD;SECOND_CHECKOUT;NO_MOUNT_NAMESPACE"
                         "ASSIGNMENT;BASE;OVERLAY;PACK;MAX_SECONDS;PARTS;LOAD"
@@ -72,7 +78,8 @@ function(dtk_grade_selftest name)
   # An honest mistake's grading leaves a core idle about half the time (compiling, starting
   # ranks, sandboxing): two run at once, each in its own sandbox slot (grade_submission.cmake).
   # Gradings that time something, lock the kit or watch other users' files run alone.
-  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading)
+  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading
+                                                 FIXTURES_REQUIRED fresh_reference)
   if(ARG_LOAD)
     set_tests_properties(grader_${name} PROPERTIES RUN_SERIAL TRUE)
   elseif(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
