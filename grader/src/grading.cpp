@@ -85,9 +85,7 @@ void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const st
   const auto& private_paths = grading.options.private_paths;
   secrets.insert(secrets.end(), private_paths.begin(), private_paths.end());
   std::string readable;
-  for (const std::string& path : secrets) {
-    if (sandbox.can_read(path, hidden)) readable += "\n  " + path;
-  }
+  for (const std::string& path : sandbox.readable(secrets, hidden)) readable += "\n  " + path;
   if (readable.empty()) return;
   throw std::runtime_error(
       "refusing to grade: the sandbox user can read these, so a submission could copy the "
@@ -388,13 +386,12 @@ Launcher reference_launcher(const Grading& grading, const Workspace& workspace) 
 // it, by size and modification time (a rebuilt reference makes a new key: nothing stale loads).
 std::string reference_build(const std::string& runner) {
   std::string build;
-  for (const fs::path& file :
-       {fs::path(runner), fs::path(runner).parent_path() / "libdtk_student.so"}) {
-    std::error_code error;
-    const auto size = fs::file_size(file, error);
-    const auto modified = fs::last_write_time(file, error);
-    build += "-" + std::to_string(error ? 0 : size) + "." +
-             std::to_string(modified.time_since_epoch().count());
+  for (const std::string& file :
+       {runner, fs::path(runner).parent_path().string() + "/libdtk_student.so"}) {
+    struct stat info {};
+    if (stat(file.c_str(), &info) != 0) info = {};
+    build += "-" + std::to_string(info.st_size) + "." + std::to_string(info.st_mtim.tv_sec) + "." +
+             std::to_string(info.st_mtim.tv_nsec);
   }
   return build;
 }

@@ -19,6 +19,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -246,12 +248,25 @@ void Sandbox::watch_disk(const std::string& dir) {
   watched_dirs_.push_back(dir);
 }
 
-bool Sandbox::can_read(const std::string& path, const std::vector<std::string>& hidden) const {
+std::vector<std::string> Sandbox::readable(const std::vector<std::string>& paths,
+                                           const std::vector<std::string>& hidden) const {
+  // One sandboxed shell tries them all (a command each cost 50 ms a path).
   Command command;
-  command.argv = {"test", "-r", path};
+  command.argv = {"sh", "-c",
+                  "for path do if test -r \"$path\"; then printf '%s\\n' \"$path\"; fi; done",
+                  "sh"};
+  command.argv.insert(command.argv.end(), paths.begin(), paths.end());
   command.timeout_seconds = 10;
   command.hidden_paths = hidden;
-  return run(command).exit_code == 0;
+  const std::string output = run(command).output;
+  std::set<std::string> printed;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) printed.insert(line);
+  std::vector<std::string> found;
+  for (const std::string& path : paths) {
+    if (printed.count(path)) found.push_back(path);
+  }
+  return found;
 }
 
 void Sandbox::remove_as_sandbox(const std::string& dir) const {

@@ -96,8 +96,9 @@ class Sandbox {
   // Counts the disk space used under `dir` (the sandbox's writable directories) against the
   // disk limit.
   void watch_disk(const std::string& dir);
-  // Can a sandboxed command (with `hidden` hidden) read `path`?
-  bool can_read(const std::string& path, const std::vector<std::string>& hidden) const;
+  // Those of `paths` a sandboxed command (with `hidden` hidden) can read.
+  std::vector<std::string> readable(const std::vector<std::string>& paths,
+                                    const std::vector<std::string>& hidden) const;
 
   Outcome run(const Command& command) const;
 
