@@ -230,7 +230,7 @@ if(NOT LOAD)
   get_filename_component(selftests_dir ${WORK} DIRECTORY)
   set(reference_cache ${selftests_dir}/.reference-${manifest_hash})
   file(MAKE_DIRECTORY ${reference_cache})
-  execute_process(COMMAND chmod 700 ${reference_cache})
+  run(chmod 700 ${reference_cache})
   list(APPEND ARGS --expected-cache ${reference_cache})
 endif()
 
