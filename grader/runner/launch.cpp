@@ -1,7 +1,6 @@
 #include "launch.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <mpi.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -15,11 +14,6 @@ namespace dtk::grade {
 void make_private() {
   if (prctl(PR_SET_DUMPABLE, 0) != 0)
     throw std::runtime_error("cannot make the runner non-dumpable (prctl PR_SET_DUMPABLE)");
-}
-
-void keep_freed_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 LaunchFile take_launch_file(const std::string& out_dir, int rank) {

@@ -16,14 +16,6 @@ namespace dtk::grade {
 // Called first in main: no core dumps, no reading of this process by others of its user.
 void make_private();
 
-// Called before MPI starts: memory freed stays with the process for the next allocation, where
-// glibc would return it to the system (buffers of 128 KB and more, the heap's free top). On a
-// virtual machine that gives freed pages back to its host (a balloon, "free page reporting")
-// touching a fresh page costs ~10 us: a 4 MB buffer malloc'd and freed inside every
-// MPI_Allreduce then costs ~20 ms a call, 15 times the collective itself, and the speed bonus
-// would compare page faults, not communication.
-void keep_freed_memory();
-
 // This rank's launch file, read and deleted; then waits until every rank has done so. Throws
 // std::runtime_error when it cannot be read.
 LaunchFile take_launch_file(const std::string& out_dir, int rank);

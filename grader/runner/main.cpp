@@ -41,6 +41,7 @@
 #include "check_context.hpp"
 #include "derive.hpp"
 #include "forbidden_mpi.hpp"
+#include "freed_memory.hpp"
 #include "launch.hpp"
 #include "student_thread.hpp"
 

@@ -10,6 +10,7 @@
 #include "batch.hpp"
 #include "check_list.hpp"
 #include "cli.hpp"
+#include "freed_memory.hpp"
 #include "grading.hpp"
 #include "text.hpp"
 
@@ -210,4 +211,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return run(argc, argv); }
+int main(int argc, char** argv) {
+  dtk::grade::keep_freed_memory();
+  return run(argc, argv);
+}
