@@ -3,6 +3,7 @@
 #
 #   make              build everything (build/)
 #   make test         build, then run every test of the kit (ctest)
+#   make test-fast    build, then run the tests that take seconds each (the edit loop)
 #   make grade        grade solutions/ with the hidden tests (dtk-grade; full marks expected)
 #   make unit-tests   build and run the grader's unit tests only (what CI runs first)
 #   make handin.tar [ASSIGNMENT=2]   pack an assignment's student files of starter/ into handin.tar
@@ -37,6 +38,13 @@ include make/student.mk
 grade: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk-grade
 	$(BUILD_DIR)/dtk-grade solutions --results $(BUILD_DIR)/grade-results.json
+
+# The edit loop: every test that runs in seconds (CTest label `fast`: the public tests against
+# both trees, the kit's tests of its programs and the grader's unit tests), a few minutes; the
+# gradings, the class-scale runs and the release bundles are left to `make test`.
+.PHONY: test-fast
+test-fast: all
+	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) -L fast $(CTEST_FLAGS)
 
 # The grader's unit tests only (its parsers, manifests and judge; under a second once built):
 # what .ci/run runs before the whole suite, so that a parser bug fails in minutes, not after all.

@@ -6,6 +6,7 @@
 #
 # usage: bench/batch_benchmark.sh [BUILD_DIR]     (from the kit's root; dtk-grade built)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" batch "A class of 40 graded with --jobs 1 and --jobs 2" "$@"
 build=${1:-build}
 grade=$build/dtk-grade
 [ -x "$grade" ] || { echo "batch_benchmark: build dtk-grade first ($grade)" >&2; exit 1; }
@@ -42,3 +43,4 @@ two=$(seconds 2 "$work/jobs2")
 cmp -s <(cut -d, -f1-9 "$work/jobs1/gradebook.csv") <(cut -d, -f1-9 "$work/jobs2/gradebook.csv") ||
   { echo "batch_benchmark: the two gradebooks differ" >&2; exit 1; }
 echo "40 hand-ins: --jobs 1 ${one} s, --jobs 2 ${two} s, ratio $(awk -v a="$two" -v b="$one" 'BEGIN { printf "%.2f", a / b }') (target <= 0.70); same scores in both gradebooks"
+record_figures

@@ -8,6 +8,7 @@
 # usage: bench/bonus_benchmark.sh [BUILD_DIR (default build)] [RUNS (default 5)] [MANIFEST]
 #   MANIFEST: another assignment 2 manifest (e.g. with "max_busy": 1, to time whatever the load)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" bonus "The reference's speed bonus timed in a row" "$@"
 cd "$(dirname "$0")/.."
 build=${1:-build}
 runs=${2:-5}
@@ -50,3 +51,4 @@ for run in $(seq 1 "$runs"); do
     { cat "$work/bonus.log"; exit 1; }
   echo "  $run. $(summary)"
 done
+record_figures

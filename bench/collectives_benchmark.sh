@@ -10,6 +10,7 @@
 # Two ranks because this machine has two cores: with more ranks than cores the timings are the
 # scheduler's, not the algorithm's (a ring at 4 ranks on 2 cores ran 1.2x to 6x MPI's time).
 set -euo pipefail
+source "$(dirname "$0")/record.sh" collectives "Part 7's collectives against MPI's" "$@"
 
 build=${1:-build}
 iters=${2:-20}
@@ -41,3 +42,4 @@ for spec in allreduce:1.1 alltoall:1.5; do
 done
 echo
 echo "$verdicts"
+record_figures

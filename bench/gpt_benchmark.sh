@@ -12,6 +12,7 @@
 #
 # usage: bench/gpt_benchmark.sh [BUILD_DIR] [STEPS]     (defaults: build, 8)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" gpt "gpt_train against PyTorch" "$@"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -53,3 +54,4 @@ print("%-8s %-26s %12.0f %12.0f %6.2fx %9.3f %9.3f %8.1f GF" % (
 EOF
 done
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+record_figures

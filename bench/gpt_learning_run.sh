@@ -10,6 +10,7 @@
 #
 # usage: bench/gpt_learning_run.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, a temporary one)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" gpt-learning-run "The handout's default learning run" "$@"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -37,3 +38,4 @@ print(f"Validation loss {report['val_loss']:.4f} against the bigram entropy "
       f"({'below' if report['val_loss'] < report['bigram_entropy'] else 'NOT below'})")
 EOF
 echo "Report, log and learning curve: $out/"
+record_figures

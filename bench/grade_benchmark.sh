@@ -10,6 +10,7 @@
 #   starter    starter/ as is: every test fails fast with NotImplemented
 # Prints the time of every run and the median of each. The issue's bar: under 10 s.
 set -euo pipefail
+source "$(dirname "$0")/record.sh" grading "Grading one submission" "$@"
 cd "$(dirname "$0")/.."
 build=${1:-build}
 runs=${2:-3}
@@ -52,3 +53,4 @@ for name in edited reference starter; do
   for ms in "${times[@]}"; do printf ' %s' "$(seconds "$ms")"; done
   printf '   median %s s\n' "$(seconds "$median")"
 done
+record_figures

@@ -12,6 +12,7 @@
 # usage: bench/grade_under_load.sh [BUILD_DIR (default build)] [LOAD (default 10)]
 #                                  [COPIES (default 4)]     (from the kit's root; dtk-grade built)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" grading-under-load "Grading under load" "$@"
 cd "$(dirname "$0")/.."
 build=${1:-build}
 load=${2:-10}
@@ -85,4 +86,5 @@ for assignment in "${assignments[@]}"; do
   stop_busy
   sleep 5
 done
+record_figures
 exit "$failed"

@@ -9,6 +9,7 @@
 #
 # usage: bench/pipeline_benchmark.sh [BUILD_DIR] [STEPS] [BATCH]   (defaults: build, 200, 512)
 set -euo pipefail
+source "$(dirname "$0")/record.sh" pipeline "A pipeline step against one rank" "$@"
 
 build=${1:-build}
 steps=${2:-200}
@@ -52,3 +53,4 @@ EOF
   ratio=$(awk -v a="$ms" -v b="$one_rank" 'BEGIN { printf "%.2fx", a / b }')
   printf '%-18s %12s %10s %26s %8s\n' "$name" "$ms" "$ratio" "$bubbles" "$theory"
 done
+record_figures

@@ -19,6 +19,7 @@
 #   GPT_TRAIN   the gpt_train program, default BUILD_DIR/gpt_train
 # The machine is shared: the load is printed on stderr; run it when the load is low.
 set -euo pipefail
+source "$(dirname "$0")/record.sh" planner-calibration "Part 13's simulator calibrated" "$@"
 
 build=${1:-build}
 gpt_train=${2:-$build/gpt_train}
@@ -65,3 +66,4 @@ print(json.dumps({
     "value_bytes": 4}, indent=2))
 EOF
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+record_figures

@@ -19,6 +19,7 @@
 # dp = 1 agrees by construction, up to the load: the other layouts are the test. The machine is
 # shared: the load is printed; run it when it is low, and more than once.
 set -euo pipefail
+source "$(dirname "$0")/record.sh" planner-validation "Part 13's simulator against gpt_train" "$@"
 
 positional=() csv="" svg=""
 while [ $# -gt 0 ]; do
@@ -137,3 +138,4 @@ if svg_path and rows:
     open(svg_path, "w").write("\n".join(s) + "\n")
 EOF
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+record_figures

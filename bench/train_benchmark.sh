@@ -8,6 +8,7 @@
 # The classic NumPy/mpi4py version takes about 14 s at mp=2 x dp=4 and 3.5 s at mp=1 x dp=1 on
 # a 2-core machine; dtk's targets are 5x and 3x faster: 2.80 s and 1.17 s.
 set -euo pipefail
+source "$(dirname "$0")/record.sh" training "unified_train's epoch" "$@"
 
 build=${1:-build}
 runs=${2:-5}
@@ -43,3 +44,4 @@ for config in "${configs[@]}"; do
   printf '%-20s %-36s %7.2f %7.2f %9s\n' "$name" "$(printf '%.2f ' "${times[@]}")" "$median" \
     "$target" "$accuracy"
 done
+record_figures
