@@ -315,9 +315,13 @@ std::size_t running_threads() {
   return running;
 }
 
+// A thread the student joined is reaped by the kernel within microseconds; one still running
+// after a quarter of a second was left running.
+constexpr int kReapWaitMs = 250;
+
 std::size_t running_threads_after(std::size_t before) {
   std::size_t now = running_threads();
-  for (int waited = 0; now > before && waited < 250; ++waited) {
+  for (int waited = 0; now > before && waited < kReapWaitMs; ++waited) {
     usleep(1000);
     now = running_threads();
   }

@@ -203,10 +203,12 @@ struct BuildPlace {
   const Sandbox& sandbox;
   const std::string scratch, read_only, src_dir, objects_dir, bin_dir, build_dir;
   const std::vector<std::string>& hidden;
-  const CompileLimits& limits;
+  const Timeouts& timeouts;
+  const BuildLimits& limits;
 
   BuildPlace(const Toolchain& toolchain, const Sandbox& sandbox, const std::string& scratch,
-             const std::vector<std::string>& hidden, const CompileLimits& limits)
+             const std::vector<std::string>& hidden, const Timeouts& timeouts,
+             const BuildLimits& limits)
       : toolchain(toolchain),
         sandbox(sandbox),
         scratch(scratch),
@@ -216,6 +218,7 @@ struct BuildPlace {
         bin_dir(read_only + "/bin/"),
         build_dir(scratch + "/build/"),
         hidden(hidden),
+        timeouts(timeouts),
         limits(limits) {}
 
   // A tool of the build (compiler, assembler, linker), in the sandbox.
@@ -223,8 +226,8 @@ struct BuildPlace {
     Command command;
     command.argv = std::move(argv);
     command.cwd = build_dir;
-    command.timeout_seconds = limits.seconds;
-    command.address_space_mb = limits.address_space_mb;  // cc1plus needs more than a test
+    command.timeout_seconds = timeouts.compile_seconds;
+    command.address_space_mb = limits.compiler_address_space_mb;  // cc1plus needs more than a test
     command.hidden_paths = hidden;
     return sandbox.run(command);
   }
@@ -279,7 +282,8 @@ std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
   const Outcome compiled = place.tool(compile_command(place.toolchain, place.read_only, entry.file,
                                                       src_dir + entry.file, entry.object));
   if (compiled.timed_out) {
-    return "the compiler took longer than " + std::to_string(place.limits.seconds) + " s\n";
+    return "the compiler took longer than " + std::to_string(place.timeouts.compile_seconds) +
+           " s\n";
   }
   if (!compiled.ok()) {
     const std::string errors = first_errors(compiled.output, src_dir);
@@ -294,9 +298,10 @@ std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
   return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
 }
 
-// Compiles the staged sources side by side, at most limits.at_once at a time: on two cores,
-// three jobs finish sooner than two jobs and then a third, but each compiler may take
-// limits.address_space_mb, and the sum must stay bounded. A file that cannot be used fails.
+// Compiles the staged sources side by side, at most limits.compilers_at_once at a time: on two
+// cores, three jobs finish sooner than two jobs and then a third, but each compiler may take
+// limits.compiler_address_space_mb, and the sum must stay bounded. A file that cannot be used
+// fails.
 void compile_files(const BuildPlace& place, StudentBuild& build) {
   std::vector<FileBuild*> to_compile;
   for (FileBuild& entry : build.files) {
@@ -315,7 +320,8 @@ void compile_files(const BuildPlace& place, StudentBuild& build) {
     }
   };
   std::vector<std::thread> compilers;
-  for (int i = 0; i < place.limits.at_once && i < static_cast<int>(to_compile.size()); ++i) {
+  for (int i = 0; i < place.limits.compilers_at_once && i < static_cast<int>(to_compile.size());
+       ++i) {
     compilers.emplace_back(compiler);
   }
   for (std::thread& thread : compilers) thread.join();
@@ -384,8 +390,8 @@ StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std:
                               const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
-                              const CompileLimits& limits) {
-  const BuildPlace place(toolchain, sandbox, scratch, hidden, limits);
+                              const Timeouts& timeouts, const BuildLimits& limits) {
+  const BuildPlace place(toolchain, sandbox, scratch, hidden, timeouts, limits);
   StudentBuild build = stage(place, graded, submission);
   compile_files(place, build);
   link_submission(place, build, provided);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "limits.hpp"
 #include "sandbox.hpp"
 #include "submission.hpp"
 #include "toolchain.hpp"
@@ -27,13 +28,6 @@ struct FileBuild {
   }
 };
 
-// From the manifest: each compiler's time and address space, and how many run at once.
-struct CompileLimits {
-  int seconds = 0;
-  int address_space_mb = 0;
-  int at_once = 0;
-};
-
 struct StudentBuild {
   std::vector<FileBuild> files;
   std::string runner;  // <scratch>/read-only/bin/dtk-grade-runner, libdtk_student.so beside it
@@ -49,6 +43,6 @@ StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std:
                               const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
-                              const CompileLimits& limits);
+                              const Timeouts& timeouts, const BuildLimits& limits);
 
 }  // namespace dtk::grade

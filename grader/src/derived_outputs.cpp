@@ -57,7 +57,7 @@ void add_derived_outputs(const Launcher& reference, std::map<std::string, TestRu
   command.argv.insert(command.argv.end(), ids.begin(), ids.end());
   command.cwd = dir;
   command.sandboxed = false;
-  command.timeout_seconds = reference.group_seconds;
+  command.timeout_seconds = reference.timeouts.group_seconds;
   command.env = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
   const Outcome outcome = reference.sandbox->run(command);
 

@@ -29,6 +29,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The reference is trusted and its outputs are what every test is compared with: it gets limits
+// no correct run comes near (a test of the reference takes well under a second), so that only a
+// broken kit, never a busy machine, makes it fail.
+constexpr int kReferenceTestSeconds = 60;
+constexpr int kReferenceGroupSeconds = 300;
+// A speed bonus's launch times every eligible function in turn, each measurement within a
+// group's time: three of them, with the ranks' start and the warm-up, fit in three times that.
+constexpr int kTimingGroups = 3;
+
 struct Planned {
   const Part* part;
   TestCase test;
@@ -143,13 +152,13 @@ std::map<std::string, Audit> audit_files(const Manifest& manifest, const Student
       Command command;
       command.argv = {"readelf", "-SrsW", file.object};
       command.cwd = work;
-      command.output_bytes = static_cast<std::size_t>(manifest.audit_output_mb) << 20;
+      command.output_bytes = static_cast<std::size_t>(manifest.build.audit_output_mb) << 20;
       command.hidden_paths = hidden;
       const Outcome listing = sandbox.run(command);
       if (listing.timed_out || listing.output_size > command.output_bytes) {
         return std::pair{AuditedObject{file.file, ""},
                          "its object is too large to audit (readelf lists more than " +
-                             std::to_string(manifest.audit_output_mb) +
+                             std::to_string(manifest.build.audit_output_mb) +
                              " MB of sections, symbols and relocations; the reference's "
                              "files list under 4 MB)"};
       }
@@ -251,16 +260,9 @@ Workspace open_workspace(const Grading& grading, std::string& summary, std::ostr
   Workspace workspace;
   workspace.scratch = make_scratch();
   const std::string& scratch = workspace.scratch;
-  Limits limits;
-  limits.address_space_mb = manifest.address_space_mb;
-  limits.file_size_mb = manifest.file_size_mb;
-  limits.processes = manifest.processes;
-  limits.output_bytes = static_cast<std::size_t>(manifest.output_kb) << 10;
-  limits.total_memory_mb = manifest.total_memory_mb;
-  limits.disk_mb = manifest.disk_mb;
   workspace.sandbox =
-      std::make_unique<Sandbox>(limits, scratch, scratch + "/sandbox", !grading.options.no_sandbox,
-                                grading.options.slot, log);
+      std::make_unique<Sandbox>(manifest.limits, scratch, scratch + "/sandbox",
+                                !grading.options.no_sandbox, grading.options.slot, log);
   for (const char* dir : {"/build", "/runs"}) workspace.sandbox->watch_disk(scratch + dir);
   workspace.hidden = hidden_paths(grading.toolchain, grading.options, scratch);
   if (!workspace.sandbox->user().enabled) {
@@ -304,8 +306,6 @@ StudentBuild build_in(const Grading& grading, const Workspace& workspace, std::s
   const Submission submission = read_submission(grading.options.submission, graded_files);
   for (const std::string& problem : submission.problems)
     summary += "Submission: " + problem + ".\n";
-  const CompileLimits compile_limits{manifest.compile_seconds, manifest.compiler_address_space_mb,
-                                     manifest.compilers_at_once};
   std::vector<std::string> provided;  // the parts not assigned: the hand-in may lack them
   for (const int part : manifest.disabled_parts) {
     const auto objects = toolchain.provided_parts.find(part);
@@ -314,7 +314,7 @@ StudentBuild build_in(const Grading& grading, const Workspace& workspace, std::s
   }
   StudentBuild build =
       build_submission(toolchain, graded_files, provided, submission, *workspace.sandbox,
-                       workspace.scratch, workspace.hidden, compile_limits);
+                       workspace.scratch, workspace.hidden, manifest.timeouts, manifest.build);
   for (const FileBuild& file : build.files)
     summary += file.file + ": " + build_status(file) + ".\n";
   return build;
@@ -331,11 +331,11 @@ Launcher student_launcher(const Grading& grading, const Workspace& workspace,
   student.runs_dir = workspace.scratch + "/runs";
   student.configs_dir = workspace.scratch + "/read-only/configs";
   student.seed = grading.seed;
-  student.test_seconds = manifest.test_seconds;
-  student.retry_test_seconds = manifest.retry_test_seconds;
+  student.timeouts = manifest.timeouts;
   student.allowed_mpi = by_function(manifest, &Part::allowed_mpi);
   student.allowed_communicator = by_function(manifest, &Part::allowed_communicator);
-  student.group_seconds = grading.options.timeout_seconds.value_or(manifest.group_seconds);
+  if (grading.options.timeout_seconds)
+    student.timeouts.group_seconds = *grading.options.timeout_seconds;
   student.hidden_paths = workspace.hidden;
   return student;
 }
@@ -346,9 +346,10 @@ Launcher student_launcher(const Grading& grading, const Workspace& workspace,
 void speed_bonuses(const Grading& grading, Workspace& workspace, const Launcher& student,
                    const Report& graded, Report& bonus, std::ostream& log) {
   Launcher timing = student;
-  timing.test_seconds = grading.manifest.group_seconds;  // for the whole measurement
-  timing.group_seconds = 3 * grading.manifest.group_seconds;
-  timing.retry_test_seconds = 0;  // a timing that runs out of time is not timed again
+  const int group_seconds = grading.manifest.timeouts.group_seconds;
+  timing.timeouts.test_seconds = group_seconds;  // for the whole measurement
+  timing.timeouts.group_seconds = kTimingGroups * group_seconds;
+  timing.timeouts.retry_test_seconds = 0;  // a timing that runs out of time is not timed again
   const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   workspace.sandbox->sweep();
   for (const Part& part : grading.manifest.parts) {
@@ -375,10 +376,10 @@ Launcher reference_launcher(const Grading& grading, const Workspace& workspace) 
   reference.runs_dir = workspace.scratch + "/private/reference";
   reference.configs_dir = grading.toolchain.configs_dir;
   reference.seed = grading.seed;
-  reference.test_seconds = 60;
+  reference.timeouts.test_seconds = kReferenceTestSeconds;
   reference.allowed_mpi = by_function(grading.manifest, &Part::allowed_mpi);
   reference.allowed_communicator = by_function(grading.manifest, &Part::allowed_communicator);
-  reference.group_seconds = 300;
+  reference.timeouts.group_seconds = kReferenceGroupSeconds;
   return reference;
 }
 

@@ -6,13 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "limits.hpp"
 #include "test_runs.hpp"
 
 namespace dtk::grade {
-
-struct Tolerances {
-  double float_rtol, double_rtol, real_rtol;
-};
 
 struct Verdict {
   bool passed = false;

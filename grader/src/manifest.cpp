@@ -302,30 +302,30 @@ Manifest load_manifest(const std::string& path) {
   }
   const Reader t(top.get("timeouts"), in("timeouts"),
                  {"group_seconds", "test_seconds", "retry_test_seconds", "compile_seconds"});
-  manifest.group_seconds = t.required_positive("group_seconds");
-  manifest.test_seconds = t.required_positive("test_seconds");
-  manifest.retry_test_seconds = t.required_positive("retry_test_seconds");
-  if (manifest.retry_test_seconds < manifest.test_seconds)
+  manifest.timeouts.group_seconds = t.required_positive("group_seconds");
+  manifest.timeouts.test_seconds = t.required_positive("test_seconds");
+  manifest.timeouts.retry_test_seconds = t.required_positive("retry_test_seconds");
+  if (manifest.timeouts.retry_test_seconds < manifest.timeouts.test_seconds)
     t.fail(
         "\"retry_test_seconds\" must be at least \"test_seconds\": a test run again alone "
         "gets more time, never less");
-  manifest.compile_seconds = t.required_positive("compile_seconds");
+  manifest.timeouts.compile_seconds = t.required_positive("compile_seconds");
   const Reader l(top.get("limits"), in("limits"),
                  {"address_space_mb", "file_size_mb", "processes", "output_kb", "total_memory_mb",
                   "disk_mb", "compiler_address_space_mb", "compilers_at_once", "audit_output_mb"});
-  manifest.address_space_mb = l.required_positive("address_space_mb");
-  manifest.file_size_mb = l.required_positive("file_size_mb");
-  manifest.processes = l.required_positive("processes");
-  manifest.output_kb = l.required_positive("output_kb");
-  manifest.total_memory_mb = l.required_positive("total_memory_mb");
-  manifest.disk_mb = l.required_positive("disk_mb");
-  manifest.compiler_address_space_mb = l.required_positive("compiler_address_space_mb");
-  manifest.compilers_at_once = l.required_positive("compilers_at_once");
-  manifest.audit_output_mb = l.required_positive("audit_output_mb");
+  manifest.limits.address_space_mb = l.required_positive("address_space_mb");
+  manifest.limits.file_size_mb = l.required_positive("file_size_mb");
+  manifest.limits.processes = l.required_positive("processes");
+  manifest.limits.output_kb = l.required_positive("output_kb");
+  manifest.limits.total_memory_mb = l.required_positive("total_memory_mb");
+  manifest.limits.disk_mb = l.required_positive("disk_mb");
+  manifest.build.compiler_address_space_mb = l.required_positive("compiler_address_space_mb");
+  manifest.build.compilers_at_once = l.required_positive("compilers_at_once");
+  manifest.build.audit_output_mb = l.required_positive("audit_output_mb");
   const Reader tol(top.get("tolerances"), in("tolerances"), {"float", "double", "real"});
-  manifest.float_rtol = tol.required_fraction("float");
-  manifest.double_rtol = tol.required_fraction("double");
-  manifest.real_rtol = tol.required_fraction("real");
+  manifest.tolerances.float_rtol = tol.required_fraction("float");
+  manifest.tolerances.double_rtol = tol.required_fraction("double");
+  manifest.tolerances.real_rtol = tol.required_fraction("real");
   // An empty list is a choice; a missing one is a mistake.
   top.get("allowed_mpi");
   top.get("allowed_communicator");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "limits.hpp"
 #include "test_case.hpp"
 
 namespace dtk::grade {
@@ -88,15 +89,10 @@ struct Part {
 struct Manifest {
   int assignment = 0;  // whose student files are graded (starter/handin/assignment<N>.txt)
   int max_ranks = 0;
-  int group_seconds = 0, test_seconds = 0, compile_seconds = 0;
-  // A test past test_seconds among others is run again alone with this watchdog before it is
-  // charged (at least test_seconds).
-  int retry_test_seconds = 0;
-  int address_space_mb = 0, file_size_mb = 0, processes = 0, output_kb = 0;
-  int total_memory_mb = 0, disk_mb = 0;  // all sandboxed processes together
-  // The build and the audit: per compiler, compilers at once, readelf's output read.
-  int compiler_address_space_mb = 0, compilers_at_once = 0, audit_output_mb = 0;
-  double float_rtol = 0, double_rtol = 0, real_rtol = 0;
+  Timeouts timeouts;
+  SandboxLimits limits;
+  BuildLimits build;
+  Tolerances tolerances;
   std::string visibility;
   std::set<std::string> forbidden_symbols;
   // What a forbidden call costs: "part" (all of the part's points) or "function" (the points

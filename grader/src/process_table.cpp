@@ -61,6 +61,10 @@ std::size_t resident_bytes(pid_t pid) {
   return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
+// Between rounds of SIGKILLs: long enough for the killed to be reaped, short enough that a
+// fork bomb's new children are caught in the next round.
+constexpr std::chrono::milliseconds kKillRoundPause{10};
+
 void kill_all(const std::function<bool(pid_t)>& select,
               const std::function<void(const std::vector<pid_t>&)>& kill_them) {
   for (int round = 0; round < 100; ++round) {
@@ -74,7 +78,7 @@ void kill_all(const std::function<bool(pid_t)>& select,
     }
     if (alive.empty()) return;
     kill_them(alive);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(kKillRoundPause);
   }
 }
 

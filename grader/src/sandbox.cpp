@@ -32,6 +32,22 @@ namespace dtk::grade {
 
 namespace {
 
+using std::chrono::milliseconds;
+// The monitor's round: the sandbox's memory and disk are summed five times a second, so a
+// process racing past total_memory_mb is stopped before it can take much more.
+constexpr milliseconds kMonitorPeriod{200};
+// While a command runs: how often its `done` is asked, and the moment it then gets to exit.
+constexpr milliseconds kDonePeriod{100}, kExitAfterDone{50};
+// How often its processes are looked at for one stopped by a signal (two looks in a row: hung).
+constexpr milliseconds kStoppedPeriod{250};
+// The longest wait for output in one round, and the round's pause once the output is closed.
+constexpr int kOutputPollMs = 50;
+constexpr milliseconds kClosedOutputPause{10};
+// After it exited, its last words may still be in the pipe: this long to read them.
+constexpr milliseconds kLastWordsGrace{300};
+// The readability check: one shell testing a score of paths takes well under a second.
+constexpr double kReadableSeconds = 10;
+
 void set_limit(int resource, rlim_t value) {
   const rlimit limit{value, value};
   setrlimit(resource, &limit);
@@ -205,7 +221,7 @@ std::string Outcome::describe() const {
   return "exit status " + std::to_string(exit_code);
 }
 
-Sandbox::Sandbox(const Limits& limits, const std::string& scratch, const std::string& home,
+Sandbox::Sandbox(const SandboxLimits& limits, const std::string& scratch, const std::string& home,
                  bool use_sandbox_user, int slot, std::ostream& log)
     : limits_(limits),
       scratch_(scratch),
@@ -257,7 +273,7 @@ std::vector<std::string> Sandbox::readable(const std::vector<std::string>& paths
                   "for path do if test -r \"$path\"; then printf '%s\\n' \"$path\"; fi; done",
                   "sh"};
   command.argv.insert(command.argv.end(), paths.begin(), paths.end());
-  command.timeout_seconds = 10;
+  command.timeout_seconds = kReadableSeconds;
   command.hidden_paths = hidden;
   const std::string output = run(command).output;
   std::set<std::string> printed;
@@ -305,7 +321,7 @@ void Sandbox::monitor() {
   const std::size_t memory_limit = static_cast<std::size_t>(limits_.total_memory_mb) << 20;
   const std::size_t disk_limit = static_cast<std::size_t>(limits_.disk_mb) << 20;
   for (int tick = 0; !stopping_; ++tick) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(kMonitorPeriod);
     // Memory: over the limit, the session of the largest process ends (one launch or
     // compiler, not every command running).
     std::size_t total = 0, largest = 0;
@@ -537,7 +553,10 @@ Outcome Sandbox::run(const Command& command) const {
   // Read its output until it exits (and a moment more), its work is done, or time is up.
   Outcome outcome;
   std::string head, tail;
-  const std::size_t half = (command.output_bytes ? command.output_bytes : limits_.output_bytes) / 2;
+  const std::size_t half =
+      (command.output_bytes ? command.output_bytes
+                            : static_cast<std::size_t>(limits_.output_kb) << 10) /
+      2;
   const auto deadline =
       start + std::chrono::milliseconds(static_cast<long>(command.timeout_seconds * 1000));
   auto stop_at = deadline;
@@ -547,14 +566,14 @@ Outcome Sandbox::run(const Command& command) const {
   while (std::chrono::steady_clock::now() < stop_at) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_check) {
-      next_check = now + std::chrono::milliseconds(100);
+      next_check = now + kDonePeriod;
       if (command.done && !done) {
         done = command.done();
-        if (done) stop_at = std::min(deadline, now + std::chrono::milliseconds(50));
+        if (done) stop_at = std::min(deadline, now + kExitAfterDone);
       }
     }
     if (now >= next_stop_check) {
-      next_stop_check = now + std::chrono::milliseconds(250);
+      next_stop_check = now + kStoppedPeriod;
       // A process stopped by a signal (SIGSTOP, SIGTSTP) for two checks in a row would hold
       // the command until its time limit: it counts as hung now.
       const bool stopped =
@@ -570,7 +589,7 @@ Outcome Sandbox::run(const Command& command) const {
     }
     if (open_pipe) {
       pollfd fd{pipe_fds[0], POLLIN, 0};
-      if (poll(&fd, 1, 50) > 0) {
+      if (poll(&fd, 1, kOutputPollMs) > 0) {
         char buffer[65536];
         const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
         if (n <= 0) {
@@ -581,12 +600,11 @@ Outcome Sandbox::run(const Command& command) const {
         }
       }
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(kClosedOutputPause);
     }
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;  // its last words may still be in the pipe: a short grace to read them
-      stop_at =
-          std::min(stop_at, std::chrono::steady_clock::now() + std::chrono::milliseconds(300));
+      stop_at = std::min(stop_at, std::chrono::steady_clock::now() + kLastWordsGrace);
     }
     if (exited && !open_pipe) break;
   }

@@ -28,24 +28,16 @@
 #include <vector>
 
 #include "file_tree.hpp"
+#include "limits.hpp"
 #include "sandbox_user.hpp"
 
 namespace dtk::grade {
-
-struct Limits {
-  int address_space_mb = 1024;
-  int file_size_mb = 64;
-  int processes = 256;
-  std::size_t output_bytes = 64 * 1024;  // kept of stdout + stderr (head and tail)
-  int total_memory_mb = 4096;            // resident memory of all sandboxed processes together
-  int disk_mb = 1024;  // what they may write: their directories and temporary files
-};
 
 struct Command {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::string cwd;
   std::vector<std::string> env;  // added to a minimal environment
-  double timeout_seconds = 10;
+  double timeout_seconds = 10;   // every command sets its own; this one is a backstop
   bool sandboxed = true;
   int address_space_mb = 0;      // 0: the sandbox's limit (the compiler needs more than a test)
   std::size_t output_bytes = 0;  // 0: the sandbox's cap
@@ -81,7 +73,7 @@ class Sandbox {
   // directory that holds `home` and every directory the commands work in: it stays visible to
   // them under their private temporary directories. What the sweep and the removals could not
   // remove is said in `log`, with a WARNING.
-  Sandbox(const Limits& limits, const std::string& scratch, const std::string& home,
+  Sandbox(const SandboxLimits& limits, const std::string& scratch, const std::string& home,
           bool use_sandbox_user, int slot, std::ostream& log);
   ~Sandbox();  // kills what is left of the sandbox user's processes
   Sandbox(const Sandbox&) = delete;
@@ -133,7 +125,7 @@ class Sandbox {
   std::vector<pid_t> running_sessions() const;
   std::set<std::string> condemned() const;
 
-  Limits limits_;
+  SandboxLimits limits_;
   std::string scratch_;
   std::string temporary_mount_options_;  // made before fork: the child only makes system calls
   SandboxUser user_;

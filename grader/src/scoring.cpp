@@ -73,7 +73,7 @@ std::string rerun_text(const std::string& label, const TestRun& actual) {
 // All or nothing: right on every case, or wrong.
 ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
                          const std::map<std::string, CaseOutcome>& cases) {
-  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
+  const Tolerances& tolerances = manifest.tolerances;
   ItemJudgement judgement;
   for (const std::string& id : item.cases) {
     const auto outcome = cases.find(id);
@@ -104,7 +104,7 @@ ItemJudgement judge_item(const Manifest& manifest, const RubricItem& item,
 ItemJudgement judge_tiered_item(const Manifest& manifest, const Tiers& tiers,
                                 const RubricItem& item,
                                 const std::map<std::string, CaseOutcome>& cases) {
-  const Tolerances tolerances{manifest.float_rtol, manifest.double_rtol, manifest.real_rtol};
+  const Tolerances& tolerances = manifest.tolerances;
   ItemJudgement judgement;
   double shares = 0;
   for (const std::string& id : item.cases) {

@@ -246,8 +246,10 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
 }  // namespace
 
 LaunchLimits retry_limits(const Launcher& launcher) {
-  const int test_seconds = std::max(launcher.retry_test_seconds, launcher.test_seconds);
-  return {test_seconds, test_seconds + std::max(0, launcher.group_seconds - launcher.test_seconds)};
+  const int test_seconds =
+      std::max(launcher.timeouts.retry_test_seconds, launcher.timeouts.test_seconds);
+  return {test_seconds, test_seconds + std::max(0, launcher.timeouts.group_seconds -
+                                                       launcher.timeouts.test_seconds)};
 }
 
 SettledLaunch settle_launch(const std::vector<TestCase>& tests,
@@ -349,14 +351,14 @@ TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
 
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
                                          const std::vector<TestCase>& tests, int ranks) {
-  const LaunchLimits limits{launcher.test_seconds, launcher.group_seconds};
+  const LaunchLimits limits{launcher.timeouts.test_seconds, launcher.timeouts.group_seconds};
   const LaunchLimits retry = retry_limits(launcher);
   std::map<std::string, TestRun> runs;
   std::vector<TestCase> remaining = tests;
   while (!remaining.empty()) {
     const Launch first = launch(launcher, remaining, ranks, limits);
     SettledLaunch settled = settle_launch(remaining, first.per_rank, first.outcome, limits,
-                                          launcher.retry_test_seconds > 0);
+                                          launcher.timeouts.retry_test_seconds > 0);
     if (settled.retry) {
       const TestCase& test = remaining[settled.consumed - 1];
       const Launch again = launch(launcher, {test}, ranks, retry);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "limits.hpp"
 #include "records.hpp"
 #include "sandbox.hpp"
 #include "test_case.hpp"
@@ -44,11 +45,10 @@ struct Launcher {
   std::string configs_dir;  // named model configs
   std::uint64_t seed = 0;
   // Limits and rules, all from the manifest (the reference's limits are the grader's own).
-  int test_seconds = 0;   // the runner's watchdog
-  int group_seconds = 0;  // one launch, at most
-  // A test run again alone has this watchdog; 0: a test past its watchdog is charged at once (a
-  // test that died after others is still run again alone, with the limits above).
-  int retry_test_seconds = 0;
+  // The runner's watchdog, one launch at most, and the watchdog of a test run again alone;
+  // retry_test_seconds 0: a test past its watchdog is charged at once (a test that died after
+  // others is still run again alone, with the first two). compile_seconds is not used here.
+  Timeouts timeouts;
   // By graded function: the MPI calls and the Communicator calls the runner does not report in
   // its tests.
   std::map<std::string, std::set<std::string>> allowed_mpi, allowed_communicator;

@@ -66,12 +66,13 @@ Manifest load_json(const json& manifest) { return load_text(manifest.dump()); }
 TEST_CASE("the kit's manifest loads, its limits and rules from the file", "[manifest]") {
   const json source = kit_manifest();
   const Manifest manifest = load_manifest(kKitManifest);
-  CHECK(manifest.test_seconds == source["timeouts"]["test_seconds"].get<int>());
-  CHECK(manifest.group_seconds == source["timeouts"]["group_seconds"].get<int>());
-  CHECK(manifest.retry_test_seconds == source["timeouts"]["retry_test_seconds"].get<int>());
-  CHECK(manifest.retry_test_seconds > manifest.test_seconds);
+  CHECK(manifest.timeouts.test_seconds == source["timeouts"]["test_seconds"].get<int>());
+  CHECK(manifest.timeouts.group_seconds == source["timeouts"]["group_seconds"].get<int>());
+  CHECK(manifest.timeouts.retry_test_seconds ==
+        source["timeouts"]["retry_test_seconds"].get<int>());
+  CHECK(manifest.timeouts.retry_test_seconds > manifest.timeouts.test_seconds);
   CHECK(manifest.max_ranks == source["max_ranks"].get<int>());
-  CHECK(manifest.float_rtol == source["tolerances"]["float"].get<double>());
+  CHECK(manifest.tolerances.float_rtol == source["tolerances"]["float"].get<double>());
   CHECK(manifest.assignment == 1);
   CHECK(manifest.forbidden_call_costs == "part");
   REQUIRE_FALSE(manifest.parts.empty());
@@ -87,7 +88,7 @@ TEST_CASE("a limit changed in the manifest is the limit used", "[manifest]") {
   changed["timeouts"]["test_seconds"] = 7;
   changed["allowed_mpi"].push_back("MPI_Bcast");
   const Manifest manifest = load_json(changed);
-  CHECK(manifest.test_seconds == 7);
+  CHECK(manifest.timeouts.test_seconds == 7);
   CHECK(manifest.parts.front().allowed_mpi.count("MPI_Bcast") == 1);
 }
 

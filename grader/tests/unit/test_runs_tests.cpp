@@ -223,12 +223,13 @@ TEST_CASE("the feedback of a re-run says both limits, and why it passed", "[test
 
 TEST_CASE("a re-run's limits: its watchdog, and the launch's headroom beyond it", "[test_runs]") {
   Launcher launcher;
-  launcher.test_seconds = 2;
-  launcher.group_seconds = 10;
-  launcher.retry_test_seconds = 10;
+  launcher.timeouts.test_seconds = 2;
+  launcher.timeouts.group_seconds = 10;
+  launcher.timeouts.retry_test_seconds = 10;
   CHECK(retry_limits(launcher).test_seconds == 10);
   CHECK(retry_limits(launcher).group_seconds == 18);
-  launcher.retry_test_seconds = 0;  // no re-run for time: a death's re-run keeps the limits
+  launcher.timeouts.retry_test_seconds =
+      0;  // no re-run for time: a death's re-run keeps the limits
   CHECK(retry_limits(launcher).test_seconds == 2);
   CHECK(retry_limits(launcher).group_seconds == 10);
 }
