@@ -75,15 +75,17 @@ function(dtk_grade_selftest name)
                    -DNO_MOUNT_NAMESPACE=${ARG_NO_MOUNT_NAMESPACE}
                    -DMAX_SECONDS=${ARG_MAX_SECONDS} "-DSEEDS=${ARG_SEEDS}" -DLOAD=${ARG_LOAD}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/tests/grade_submission.cmake)
-  # An honest mistake's grading leaves a core idle about half the time (compiling, starting
-  # ranks, sandboxing): two run at once, each in its own sandbox slot (grade_submission.cmake).
-  # Gradings that time something, lock the kit or watch other users' files run alone.
+  # A grading leaves a core idle about half the time (compiling, starting ranks, sandboxing, a
+  # hostile hand-in waiting for its watchdog): two run at once, each in its own sandbox slot
+  # (grade_submission.cmake), whose user no other grading shares: what one leaves behind, the
+  # processes it sees and its limits are its own. Gradings that time something, lock the kit or
+  # watch directories every user shares run alone.
   set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading
                                                  FIXTURES_REQUIRED fresh_reference)
   if(ARG_LOAD)
     set_tests_properties(grader_${name} PROPERTIES RUN_SERIAL TRUE)
-  elseif(ARG_COSTS AND NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
-                            OR ARG_SECOND_CHECKOUT))
+  elseif(NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
+              OR ARG_SECOND_CHECKOUT))
     set_tests_properties(grader_${name} PROPERTIES PROCESSORS 1 RESOURCE_GROUPS sandbox:1)
   endif()
 endfunction()
