@@ -19,7 +19,8 @@
 # provided code instead (starter/<file>_provided.cpp, which starter/CMakeLists.txt then builds
 # into the library: the provided model code calls it), and its public tests
 # (release/part<N>.txt) and handout section (<!-- dtk:part N -->) are left out.
-# scripts/select-parts.awk reads the markers.
+# scripts/select-parts.awk reads the markers (through scripts/release-selection.sh, which
+# scripts/render-handouts.sh shares).
 #
 # usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT] [MANIFEST]
 #        (defaults: dist/ of the kit, 1, grader/manifests/assignment<N>.json;
@@ -39,7 +40,7 @@ die() {
   die "there is no assignment \"$assignment\" (each has starter/handin/assignment<N>.txt and release/assignment<N>.txt)"
 bundle=dtk-student
 [ "$assignment" = 1 ] || bundle=dtk-student-assignment$assignment
-listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments dropped
+source "$root/scripts/release-selection.sh"
 mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
@@ -56,19 +57,9 @@ for file in "${student_files[@]}"; do
     die "starter/$file throws no NotImplemented: is a solution in starter/? Restore the stub."
 done
 
-# The parts the manifest disables; each must be marked where its stubs and its section are.
-disabled=$(cmake -DMANIFEST="$manifest" -DASSIGNMENT="$assignment" \
-  -P "$root/scripts/disabled-parts.cmake")
-[[ $disabled != error:* ]] || die "${disabled#error: }"
-for part in $disabled; do
-  (cd "$root/starter" && grep -qx "// dtk:part $part" "${student_files[@]}") ||
-    die "Part $part cannot be disabled: no student file marks its stubs (// dtk:part $part ... // dtk:end)"
-  grep -qx "<!-- dtk:part $part -->" "$root/handout.md" ||
-    die "Part $part cannot be disabled: handout.md does not mark its section (<!-- dtk:part $part -->)"
-done
-select_parts() {
-  awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"
-}
+# The parts the manifest disables (each marked where its stubs and its section are), and
+# select_parts, which cuts them: scripts/release-selection.sh.
+release_selection "$root" "$assignment" "$manifest"
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
