@@ -11,6 +11,7 @@
 #   cmake/, make/, scripts/ensure-deps.sh  the kit's build modules, make targets, set-up
 #   CMakeLists.txt, Makefile        the bundle's own top level, from release/ (its Makefile
 #                                   knows the assignment: `make handin.tar` packs its files)
+#   AGENTS.md                       the rules for students' AI coding assistants, from release/
 # What belongs to one assignment only is declared in release/assignment<N>.txt (public tests,
 # programs, data) and, in handout.md, between <!-- dtk:only N --> and <!-- dtk:end -->.
 #
@@ -46,7 +47,7 @@ mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.
 # What goes in, relative to the kit's root, and where it lands in the bundle.
 shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh
   scripts/make-gpt-figure.py scripts/figure_svg.py)
-for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile; do
+for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile release/AGENTS.md; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done
 
@@ -67,7 +68,7 @@ mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts"
 for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done
-cp "$root/release/CMakeLists.txt" "$staging/$bundle/"
+cp "$root/release/CMakeLists.txt" "$root/release/AGENTS.md" "$staging/$bundle/"
 {
   echo "# The assignment this bundle is: make handin.tar packs starter/handin/assignment$assignment.txt's files."
   echo "ASSIGNMENT := $assignment"
