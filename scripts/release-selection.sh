@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What one release of an assignment selects, for the scripts that make it: sourced by
 # make-release.sh (the student bundle) and render-handouts.sh (the handout each bundle ships),
 # so both select with the same code.

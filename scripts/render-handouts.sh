@@ -25,10 +25,11 @@ if $check; then
   trap 'rm -rf "$out"' EXIT
 fi
 mkdir -p "$out"
-stale=()
+stale=() written=()
 for assignment in $("$root/scripts/list-assignments.sh" "$root"); do
   release_selection "$root" "$assignment" "$root/grader/manifests/assignment$assignment.json"
   file=assignment$assignment.md
+  written+=("$file")
   {
     echo "<!-- What assignment $assignment's student bundle ships as handout.md, written by"
     echo "     scripts/render-handouts.sh from the kit's handout.md: edit that, never this. -->"
@@ -46,5 +47,5 @@ if $check; then
     die "not what handout.md gives now (run scripts/render-handouts.sh and commit): ${stale[*]}"
   echo "render-handouts: docs/handouts/ is up to date"
 else
-  echo "render-handouts: wrote $(cd "$out" && ls assignment*.md | tr '\n' ' ')in docs/handouts/"
+  echo "render-handouts: wrote ${written[*]} in docs/handouts/"
 fi
