@@ -27,7 +27,7 @@ endfunction()
 # dtk_label_fast_tests(): labels `fast` every test of the current directory that has no label
 # yet. The kit's long tests carry a label of their own (`release`, `class-scale`, ...) where
 # they are registered; everything else runs in seconds, so `ctest -L fast` is a developer's
-# edit loop (README, Tests). Call it once, after the directory's last test.
+# edit loop (docs/contributing.md, Tests). Call it once, after the directory's last test.
 function(dtk_label_fast_tests)
   get_property(tests DIRECTORY PROPERTY TESTS)
   foreach(test IN LISTS tests)

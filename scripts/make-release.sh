@@ -11,6 +11,7 @@
 #   cmake/, make/, scripts/ensure-deps.sh  the kit's build modules, make targets, set-up
 #   CMakeLists.txt, Makefile        the bundle's own top level, from release/ (its Makefile
 #                                   knows the assignment: `make handin.tar` packs its files)
+#   AGENTS.md                       the rules for students' AI coding assistants, from release/
 # What belongs to one assignment only is declared in release/assignment<N>.txt (public tests,
 # programs, data) and, in handout.md, between <!-- dtk:only N --> and <!-- dtk:end -->.
 #
@@ -19,7 +20,8 @@
 # provided code instead (starter/<file>_provided.cpp, which starter/CMakeLists.txt then builds
 # into the library: the provided model code calls it), and its public tests
 # (release/part<N>.txt) and handout section (<!-- dtk:part N -->) are left out.
-# scripts/select-parts.awk reads the markers.
+# scripts/select-parts.awk reads the markers (through scripts/release-selection.sh, which
+# scripts/render-handouts.sh shares).
 #
 # usage: scripts/make-release.sh [OUTPUT_DIR] [ASSIGNMENT] [MANIFEST]
 #        (defaults: dist/ of the kit, 1, grader/manifests/assignment<N>.json;
@@ -39,13 +41,13 @@ die() {
   die "there is no assignment \"$assignment\" (each has starter/handin/assignment<N>.txt and release/assignment<N>.txt)"
 bundle=dtk-student
 [ "$assignment" = 1 ] || bundle=dtk-student-assignment$assignment
-listed() { grep -o '^[^# ]*' "$1" | grep .; }  # a list's paths, comments dropped
+source "$root/scripts/release-selection.sh"
 mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
 shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh
   scripts/make-gpt-figure.py scripts/figure_svg.py)
-for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile; do
+for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile release/AGENTS.md; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done
 
@@ -56,19 +58,9 @@ for file in "${student_files[@]}"; do
     die "starter/$file throws no NotImplemented: is a solution in starter/? Restore the stub."
 done
 
-# The parts the manifest disables; each must be marked where its stubs and its section are.
-disabled=$(cmake -DMANIFEST="$manifest" -DASSIGNMENT="$assignment" \
-  -P "$root/scripts/disabled-parts.cmake")
-[[ $disabled != error:* ]] || die "${disabled#error: }"
-for part in $disabled; do
-  (cd "$root/starter" && grep -qx "// dtk:part $part" "${student_files[@]}") ||
-    die "Part $part cannot be disabled: no student file marks its stubs (// dtk:part $part ... // dtk:end)"
-  grep -qx "<!-- dtk:part $part -->" "$root/handout.md" ||
-    die "Part $part cannot be disabled: handout.md does not mark its section (<!-- dtk:part $part -->)"
-done
-select_parts() {
-  awk -v assignment="$assignment" -v disabled="$disabled" -f "$root/scripts/select-parts.awk" "$@"
-}
+# The parts the manifest disables (each marked where its stubs and its section are), and
+# select_parts, which cuts them: scripts/release-selection.sh.
+release_selection "$root" "$assignment" "$manifest"
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
@@ -76,7 +68,7 @@ mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts"
 for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done
-cp "$root/release/CMakeLists.txt" "$staging/$bundle/"
+cp "$root/release/CMakeLists.txt" "$root/release/AGENTS.md" "$staging/$bundle/"
 {
   echo "# The assignment this bundle is: make handin.tar packs starter/handin/assignment$assignment.txt's files."
   echo "ASSIGNMENT := $assignment"

@@ -1,5 +1,5 @@
 // What a check (the code that tests one student function) gets to work with. The harness, not
-// the check's author, keeps the grader's guarantees (README, The threat model):
+// the check's author, keeps the grader's guarantees (docs/sandbox.md, The threat model):
 //
 // - A rank holds its own inputs only. rng() draws them from a key of this rank's own (keys.hpp),
 //   shared_rng() those every rank of the test holds alike; no other rank's key is in the process.

@@ -45,7 +45,7 @@ json read_json(const std::string& path) {
   }
 }
 
-// Everything a batch writes is for the course staff only (README, Grading a whole class).
+// Everything a batch writes is for the course staff only (docs/grading.md, Grading a whole class).
 void write_private_file(const std::string& path, const std::string& content) {
   write_file(path, content, 0600);
 }
@@ -299,7 +299,7 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
   std::map<pid_t, Running> running;
   std::vector<int> free_slots;
   for (int slot = options.jobs - 1; slot >= 0; --slot) free_slots.push_back(slot);
-  // Each slot grades on its own share of the CPUs (README, Grading a whole class).
+  // Each slot grades on its own share of the CPUs (docs/grading.md, Grading a whole class).
   const std::vector<int> cpus = allowed_cpus();
   std::size_t next = 0;
   while (next < to_grade.size() || !running.empty()) {

@@ -101,11 +101,11 @@ void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const st
       "reference, the expected outputs or other students' work:" +
       readable +
       "\nLock them down (chmod -R go-rwx on the kit's checkout, chmod 700 on a class's "
-      "hand-ins; README, The sandbox), or grade as root with CAP_SYS_ADMIN, where dtk-grade "
+      "hand-ins; docs/sandbox.md), or grade as root with CAP_SYS_ADMIN, where dtk-grade "
       "hides them");
 }
 
-// What sandboxed commands must not see (README, The sandbox): every directory but the system's
+// What sandboxed commands must not see (docs/sandbox.md): every directory but the system's
 // and the way to the scratch and the compiler, and, wherever they are, the kit's trees, a
 // batch's expected outputs and the caller's private paths (unless the scratch lives inside one).
 std::vector<std::string> hidden_paths(const Toolchain& toolchain, const Options& options,
@@ -509,7 +509,7 @@ std::string forbidden_summary(const Manifest& manifest, const ForbiddenCalls& fo
 
 }  // namespace
 
-// README, Grading one submission: "What happens, in order".
+// docs/grading.md, Grading one submission: "What happens, in order".
 Report grade_submission(const Grading& grading, std::ostream& log) {
   const auto start = std::chrono::steady_clock::now();
   const Manifest& manifest = grading.manifest;

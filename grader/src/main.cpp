@@ -1,5 +1,5 @@
 // dtk-grade: grades one submission of a dtk assignment, or a class of them. See cli.cpp for the
-// usage and README.md (Grading) for what it checks and how.
+// usage and docs/grading.md for what it checks and how.
 #include <unistd.h>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 
 usage: check_totals.py TOTALS [--results RESULTS] EXPECTATION...
 
-TOTALS is the totals.json dtk-grade writes beside results.json (README, Grading): the scores it
+TOTALS is the totals.json dtk-grade writes beside results.json (docs/grading.md): the scores it
 already added up per part, per function and per speed bonus. Each EXPECTATION is KEY=VERDICT:
 
   KEY      a part number (10), a function (qkv_columns), <function>_bonus (a speed bonus),

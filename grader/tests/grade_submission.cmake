@@ -44,7 +44,7 @@
 # other jobs would (a load of about <n> on top of the grading's own); they are stopped when the
 # grading ends, whatever happens. Load must never cost points.
 # A grading in a sandbox slot of CTest's (RESOURCE_GROUPS sandbox:1) runs on that slot's share of
-# the CPUs (taskset), as a batch's gradings do (README, Grading a whole class).
+# the CPUs (taskset), as a batch's gradings do (docs/grading.md, Grading a whole class).
 # Every grading must leave nothing behind: no process of the sandbox user; no file of it where
 # anyone may write (/tmp, /var/tmp, /dev/shm, /run/lock, at any depth) that was not there before
 # it (what an earlier grading left is said, not charged); no System V IPC object it owns or made

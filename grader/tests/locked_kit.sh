@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # locked_kit.sh DIR... -- COMMAND...: runs COMMAND with DIRs closed to other users (go-rwx),
-# as an instructor grading without mount namespaces must lock the kit's checkout (README, The
-# sandbox), then gives each DIR its mode back, whatever COMMAND did.
+# as an instructor grading without mount namespaces must lock the kit's checkout (docs/sandbox.md,
+# The sandbox), then gives each DIR its mode back, whatever COMMAND did.
 set -euo pipefail
 dirs=()
 while [ "$1" != "--" ]; do

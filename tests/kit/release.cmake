@@ -25,6 +25,10 @@ add_test(NAME kit_handout_rubric
                  ${PROJECT_SOURCE_DIR}/grader/manifests/assignment2.json 7
                  --check ${PROJECT_SOURCE_DIR}/handout.md)
 
+# docs/handouts/ holds what each bundle's handout is now (scripts/render-handouts.sh).
+add_test(NAME kit_rendered_handouts
+         COMMAND ${PROJECT_SOURCE_DIR}/scripts/render-handouts.sh --check)
+
 # Each assignment's bundle, end to end: pack, unpack, build, stubs fail, reference passes,
 # handin grades full.
 # It builds a whole student tree (about a minute with -j2, hence PROCESSORS 2) and grades once.

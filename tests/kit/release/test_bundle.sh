@@ -54,8 +54,8 @@ bundle=$work/unpacked/$top
 echo "    $(tar -tzf "$archive" | grep -vc '/$') files, $(du -h "$archive" | cut -f1)"
 
 step "checking what the bundle holds"
-for path in CMakeLists.txt Makefile handout.md figs cmake make scripts/ensure-deps.sh starter \
-  tests/harness tests/public; do
+for path in CMakeLists.txt Makefile AGENTS.md handout.md figs cmake make scripts/ensure-deps.sh \
+  starter tests/harness tests/public; do
   [ -e "$bundle/$path" ] || fail "the bundle lacks $path"
 done
 # The handout as this assignment's students read it: no section cut empty by its blocks. (An
