@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The kit's whole suite timed as a newcomer meets it: a fresh clone of this checkout's HEAD, then
 # the README's test command (`make test`), timed whole, with ctest's own figures: tests passed,
-# its time, each label's, and the slowest tests.
+# its time, each label's, and the slowest tests. CTest's measured costs of the run go to
+# tests/kit/ctest-costs.txt, which orders a new build's tests longest first (CMakeLists.txt).
 #
 # usage: bench/suite_benchmark.sh [--new-machine]
 #
@@ -42,6 +43,8 @@ fi
 echo "Commit $(git -C "$work/dtk" rev-parse --short HEAD); whole run $((seconds / 60)) min $((seconds % 60)) s"
 grep -E "tests passed|Total Test time" "$log"
 sed -n '/^Label Time Summary:/,/^$/p' "$log"
+# What CTest measured seeds a new build's test order (CMakeLists.txt): longest first.
+cp "$work/dtk/build/Testing/Temporary/CTestCostData.txt" "$kit/tests/kit/ctest-costs.txt"
 echo "Slowest tests (s):"
 sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ +Passed +([0-9.]+) sec$/\2 \1/p' "$log" |
   sort -rn | head -n 12 | awk '{ printf "  %7.1f  %s\n", $1, $2 }'

@@ -419,7 +419,7 @@ struct CombineInputs {
 // The plan dispatch makes on rank r, from its routing and, for each source rank q, how many of
 // q's rows go to each of r's experts (`from`): each rank sends its rows by expert ((token,
 // choice) order within), and rank r returns them by local expert, then source.
-DispatchPlan plan_of(const Shapes& shapes, int r, const xt::xtensor<std::int32_t, 2>& ids,
+DispatchPlan plan_of(const Shapes& shapes, int /*r*/, const xt::xtensor<std::int32_t, 2>& ids,
                      const std::vector<std::vector<int>>& from) {
   DispatchPlan plan;
   plan.send_counts = send_counts_of(shapes, ids);

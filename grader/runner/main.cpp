@@ -38,10 +38,11 @@
 #include <thread>
 #include <vector>
 
+#include <dtk/freed_memory.hpp>
+
 #include "check_context.hpp"
 #include "derive.hpp"
 #include "forbidden_mpi.hpp"
-#include "freed_memory.hpp"
 #include "launch.hpp"
 #include "student_thread.hpp"
 
@@ -210,7 +211,7 @@ bool run_test(const Options& options, const std::string& id, const TestKeys& key
 // process.
 void run_launch(int argc, char** argv) {
   make_private();
-  keep_freed_memory();
+  dtk::keep_freed_memory();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   const Options options = parse_options(argc, argv);

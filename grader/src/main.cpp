@@ -7,10 +7,11 @@
 #include <iostream>
 #include <random>
 
+#include <dtk/freed_memory.hpp>
+
 #include "batch.hpp"
 #include "check_list.hpp"
 #include "cli.hpp"
-#include "freed_memory.hpp"
 #include "grading.hpp"
 #include "text.hpp"
 
@@ -212,6 +213,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtk::grade::keep_freed_memory();
+  dtk::keep_freed_memory();
   return run(argc, argv);
 }

@@ -24,7 +24,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "freed_memory.hpp"
+#include <dtk/freed_memory.hpp>
+
 #include "process_table.hpp"
 #include "text.hpp"
 
@@ -463,7 +464,7 @@ void Sandbox::remove_ipc(const char* when) const {
 std::vector<std::string> Sandbox::environment(const Command& command) const {
   std::vector<std::string> env = {
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
-      keep_freed_memory_environment()};
+      dtk::keep_freed_memory_environment()};
   if (command.sandboxed) {
     env.push_back("HOME=" + user_.home);
     env.push_back("TMPDIR=" + user_.home);

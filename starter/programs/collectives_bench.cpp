@@ -18,6 +18,7 @@
 //   #wrong   elements of the result (all ranks together) that differ from the expected value
 // Exit status: 0, or 1 if any result was wrong or a collective threw, 2 for bad usage.
 #include <dtk/dtk.hpp>
+#include <dtk/freed_memory.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -456,6 +457,7 @@ int bench(int argc, char** argv, dtk::Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtk::keep_freed_memory();
   MPI_Init(&argc, &argv);
   dtk::Communicator world;
   int status = 1;

@@ -1,5 +1,6 @@
 #include "command_line.hpp"
 
+#include <dtk/freed_memory.hpp>
 #include <dtk/model/idx_loader.hpp>  // DataError
 
 #include <cmath>
@@ -72,6 +73,7 @@ int run_mpi_program(int argc, char** argv, const char* program,
   // about 0.2 s per run on a machine without them. Ranks on one machine talk through shared
   // memory, so skip it (unless the user chose the transport: then OMPI_MCA_pml is set).
   setenv("OMPI_MCA_pml", "^cm", /*overwrite=*/0);
+  keep_freed_memory();
   int threads = 0;  // data loaders may have threads of their own, which never call MPI
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &threads);
   int status = 0;

@@ -5,6 +5,7 @@
 //
 // Each case prints what every rank holds before and after the call, in rank order.
 #include <dtk/dtk.hpp>
+#include <dtk/freed_memory.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -146,6 +147,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtk::keep_freed_memory();
   MPI_Init(&argc, &argv);
   dtk::Communicator world;
   const bool root = world.Get_rank() == 0;

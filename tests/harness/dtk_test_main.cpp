@@ -3,6 +3,8 @@
 #define CATCH_CONFIG_RUNNER
 #include "dtk_test.hpp"
 
+#include <dtk/freed_memory.hpp>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -198,6 +200,7 @@ void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
 }  // namespace dtk::testing
 
 int main(int argc, char** argv) {
+  dtk::keep_freed_memory();
   MPI_Init(&argc, &argv);
   MPI_Comm_dup(MPI_COMM_WORLD, &dtk::testing::harness_comm);
   if (argc > 0) dtk::testing::program_name = argv[0];
