@@ -76,6 +76,11 @@ class BatchTest:
             print(self.read(log))
         return status
 
+    def check_refused(self, *args, log, reason, what):
+        """dtk-grade with `args` must fail (`what` says why it should), naming the `reason`."""
+        check(self.dtk_grade(*args, log=log, show_on_failure=False) != 0, what)
+        check(reason in self.read(log), f"no reason given: {self.read(log)}")
+
     def read(self, log):
         with open(self.path(log), errors="replace") as file:
             return file.read()
@@ -151,11 +156,9 @@ class BatchTest:
               f"a resumed batch must grade only carol, with seed 7: {log.splitlines()[0]}")
         check(self.total_of("carol") == self.carol_alone,
               f"carol after resuming: {self.total_of('carol')}")
-        check(self.dtk_grade("--batch", self.class_dir, "--seed", "8", *SANDBOX_ARGS,
-                             log="seed.log", show_on_failure=False) != 0,
-              "another seed on a graded batch must be refused")
-        check("graded with seed 7" in self.read("seed.log"),
-              f"no reason given: {self.read('seed.log')}")
+        self.check_refused("--batch", self.class_dir, "--seed", "8", *SANDBOX_ARGS, log="seed.log",
+                           reason="graded with seed 7",
+                           what="another seed on a graded batch must be refused")
 
     def summary_page(self):
         print("3. the summary page")
@@ -281,11 +284,9 @@ class BatchTest:
         foreign = self.path("foreign-out")
         os.makedirs(foreign)
         shutil.chown(foreign, "nobody")
-        check(self.dtk_grade("--batch", private_class, "--out", foreign, "--list",
-                             log="foreign.log", show_on_failure=False) != 0,
-              "an --out that belongs to another user must be refused")
-        check("belongs to another user" in self.read("foreign.log"),
-              f"no reason given: {self.read('foreign.log')}")
+        self.check_refused("--batch", private_class, "--out", foreign, "--list", log="foreign.log",
+                           reason="belongs to another user",
+                           what="an --out that belongs to another user must be refused")
 
     def leaderboard(self):
         print("7. a class ranked by its leaderboard (assignment 3, Part 13's mean MFU, higher first)")
