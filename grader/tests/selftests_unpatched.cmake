@@ -68,10 +68,8 @@ dtk_grade_selftest(assignment3_starter_part12 ASSIGNMENT 3 BASE starter PARTS 12
 
 # The grader's own failures still leave a results.json (score 0, the error).
 add_test(NAME grader_internal_error
-         COMMAND ${CMAKE_COMMAND} -DDTK_GRADE=$<TARGET_FILE:dtk-grade>
-                 -DWORK=${CMAKE_CURRENT_BINARY_DIR}/selftests/internal_error
-                 -DSUBMISSION=${PROJECT_SOURCE_DIR}/solutions
-                 -P ${CMAKE_CURRENT_SOURCE_DIR}/tests/internal_error.cmake)
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/internal_error.py $<TARGET_FILE:dtk-grade>
+                 ${CMAKE_CURRENT_BINARY_DIR}/selftests/internal_error ${PROJECT_SOURCE_DIR}/solutions)
 
 # Where no mount namespace can hide them (root without CAP_SYS_ADMIN, as in many containers),
 # expected outputs and private paths the sandbox user can read: grading is refused.
