@@ -105,13 +105,14 @@ def parse_options(argv):
 
 def run(*command):
     """Runs a command that must succeed; its output is not wanted."""
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          errors="replace")
     if done.returncode != 0:
         raise Failure(f"{' '.join(map(str, command))} failed: {done.stderr}")
 
 
 def output_of(*command, **kwargs):
-    return subprocess.run(command, capture_output=True, text=True, **kwargs)
+    return subprocess.run(command, capture_output=True, text=True, errors="replace", **kwargs)
 
 
 def sha256(path):

@@ -26,7 +26,7 @@ def main(grader, work, submission):
     with open(manifest, "w") as file:
         file.write("{ this is not JSON")
     grading = [grader, submission, "--manifest", manifest, "--results", results]
-    done = subprocess.run(grading, capture_output=True, text=True)
+    done = subprocess.run(grading, capture_output=True, text=True, errors="replace")
     print(done.stdout + done.stderr)
     if done.returncode != 1:
         fail(f"dtk-grade exited with {done.returncode}, expected 1")

@@ -36,7 +36,8 @@ def uid_of(user):
 
 
 def _output_under_lock(lock, *command):
-    return subprocess.run(["flock", lock, *command], capture_output=True, text=True).stdout
+    return subprocess.run(["flock", lock, *command], capture_output=True, text=True,
+                          errors="replace").stdout
 
 
 def _looked_at(user):
