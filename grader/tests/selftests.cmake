@@ -50,6 +50,9 @@ add_test(NAME grader_selftests_fresh_reference
          COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}'/selftests/.reference-*")
 set_tests_properties(grader_selftests_fresh_reference PROPERTIES FIXTURES_SETUP fresh_reference
                      LABELS grading)
+
+# dtk_grade_selftest's keywords: flags, those with one value, those with a list (a patch's
+# preamble gives them too, dtk_grade_record_value).
 set(dtk_selftest_flags GUARD SECOND_CHECKOUT NO_MOUNT_NAMESPACE)
 set(dtk_selftest_values ASSIGNMENT BASE OVERLAY PACK MAX_SECONDS PARTS LOAD)
 set(dtk_selftest_lists EXPECT EXPECT_OUTPUT ARGS ALLOW_MPI SEEDS LIMITS SPEED_BONUS COSTS)
