@@ -102,6 +102,7 @@ class BatchTest:
     def grade_class(self):
         print("1. grading the class, two at a time")
         self.class_dir, out = self.path("class"), self.path("class-graded")
+        os.makedirs(self.class_dir)
         self.tar_of("solutions", self.path("class", "alice.tar"))
         self.copy_of("starter", self.path("class", "bob"))
         self.copy_of("solutions", self.path("class", "carol"))
