@@ -4,7 +4,7 @@
 # A class at once: dtk-grade --batch (scores as single gradings, resuming, the summary page,
 # Gradescope's export layout, job slots that leave nothing behind).
 add_test(NAME grader_batch
-         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/batch_test.sh ${PROJECT_SOURCE_DIR}
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/batch_test.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/selftests/batch)
 set_tests_properties(grader_batch PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
 

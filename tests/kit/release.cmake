@@ -40,7 +40,7 @@ foreach(assignment IN LISTS DTK_ASSIGNMENTS)
     set(name kit_release_bundle)  # the kit's first test of its kind kept its name
   endif()
   add_test(NAME ${name}
-           COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.py ${PROJECT_SOURCE_DIR}
                    $<TARGET_FILE:dtk_source_check>
                    --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> ${assignment})
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
@@ -50,7 +50,7 @@ endforeach()
 # its bundle has no Part 6 stubs, public test or handout section, provides Part 6's reference,
 # builds, and its reference hand-in gets 75 out of 75.
 add_test(NAME kit_release_bundle_without_part6
-         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.sh ${PROJECT_SOURCE_DIR}
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk_source_check>
                  --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> 1 6)
 set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 PROCESSORS 2
@@ -59,5 +59,5 @@ set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 PR
 # An assignment is a unit: a throw-away one, added to a copy of the kit as its own files only,
 # builds, releases, packs and grades (about two minutes: the copy's build mostly hits ccache).
 add_test(NAME kit_new_assignment
-         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_new_assignment.sh ${PROJECT_SOURCE_DIR})
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_new_assignment.py ${PROJECT_SOURCE_DIR})
 set_tests_properties(kit_new_assignment PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
