@@ -142,7 +142,11 @@ int run(int argc, char** argv) {
       }
     }
     const std::string& input = options->batch.empty() ? options->submission : options->batch;
-    if (!std::filesystem::exists(input)) throw UsageError("no such file or directory: " + input);
+    std::error_code unreadable;  // a directory on the way that this user may not enter, say
+    const bool there = std::filesystem::exists(input, unreadable);
+    if (unreadable)
+      throw UsageError("cannot read " + shown_name(input) + ": " + unreadable.message());
+    if (!there) throw UsageError("no such file or directory: " + shown_name(input));
     if (geteuid() != 0 && !options->no_sandbox) {
       throw UsageError(
           "not run as root, so there is no sandbox: the submission would run as you and could "

@@ -85,3 +85,10 @@ add_test(NAME grader_refuses_without_sandbox
                  $<TARGET_FILE:dtk-grade> ${PROJECT_SOURCE_DIR}/starter)
 set_tests_properties(grader_refuses_without_sandbox PROPERTIES
                      PASS_REGULAR_EXPRESSION "not run as root, so there is no sandbox.*--no-sandbox")
+# A submission this user may not read (under a directory only root may enter): one message,
+# exit 2, never an uncaught exception. Needs root, to make such a directory for nobody.
+add_test(NAME grader_unreadable_submission
+         COMMAND sh -c "[ $(id -u) = 0 ] || exit 77; d=$(mktemp -d) && cp -r \"$1\" \"$d\" && setpriv --reuid=65534 --regid=65534 --clear-groups \"$0\" \"$d/starter\" --no-sandbox; status=$?; rm -rf \"$d\"; [ $status = 2 ]"
+                 $<TARGET_FILE:dtk-grade> ${PROJECT_SOURCE_DIR}/starter)
+set_tests_properties(grader_unreadable_submission PROPERTIES SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "cannot read .*/starter: Permission denied")
