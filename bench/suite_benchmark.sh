@@ -25,6 +25,7 @@ source "$kit/bench/record.sh" "$name" "$title" "$@"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"  # as a checkout is: some tests run a program as another user (nobody)
 git clone -q "$kit" "$work/dtk"
 log=$work/log
 start=$(date +%s)
@@ -35,8 +36,10 @@ else
 fi
 seconds=$(($(date +%s) - start))
 if [ "${status:-0}" != 0 ]; then
+  cp "$log" "$kit/build/suite_benchmark-failed.log" 2> /dev/null || true
   tail -n 60 "$log" >&2
-  echo "suite_benchmark: the run failed (exit ${status}): nothing recorded" >&2
+  echo "suite_benchmark: the run failed (exit ${status}): nothing recorded; its whole log:" \
+    "build/suite_benchmark-failed.log" >&2
   exit 1
 fi
 
