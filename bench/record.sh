@@ -14,6 +14,10 @@ record_title=$2
 record_command="bench/$(basename "$0")"
 [ $# -le 2 ] || record_command+=$(printf ' %q' "${@:3}")
 record_load=$(cut -d' ' -f1 /proc/loadavg)
+# The commit measured: the checkout as the benchmark starts (it may move on while it runs).
+record_commit=$(git -C "$record_root" rev-parse --short HEAD 2> /dev/null || echo "no git checkout")
+[ -z "$(git -C "$record_root" status --porcelain --untracked-files=no 2> /dev/null)" ] ||
+  record_commit+=" with local changes"
 record_output=$(mktemp)
 exec {record_stdout}>&1
 exec > >(tee "$record_output")
@@ -26,7 +30,8 @@ record_figures() {
     echo "(not recorded: DTK_BENCH_NO_RECORD=1)"
   else
     "$record_root/bench/record_measurement.py" "$record_root/docs/measurements.md" \
-      "$record_name" "$record_title" "$record_command" "$record_load" "$record_output"
+      "$record_name" "$record_title" "$record_command" "$record_load" "$record_commit" \
+      "$record_output"
   fi
   rm -f "$record_output"
 }

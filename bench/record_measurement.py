@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes one benchmark's figures into docs/measurements.md, replacing its earlier section.
 
-usage: record_measurement.py MEASUREMENTS_MD NAME TITLE COMMAND LOAD_BEFORE OUTPUT_FILE
+usage: record_measurement.py MEASUREMENTS_MD NAME TITLE COMMAND LOAD_BEFORE COMMIT OUTPUT_FILE
 
 The file is never edited by hand: each section is what a benchmark printed, under a stamp of
 when, on what machine, at what load, from which commit and with which command it was measured
@@ -45,35 +45,25 @@ def machine():
     return f"{model}, {os.cpu_count()} cores, {kib / 2**20:.0f} GiB"
 
 
-def commit(root):
-    def git(*args):
-        return subprocess.run(["git", "-C", root, *args], capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short", "HEAD") or "no git checkout"
-    return head + (" with local changes" if git("status", "--porcelain", "--untracked-files=no")
-                   else "")
-
-
-def section(name, title, command, load_before, output, root):
+def section(name, title, command, load_before, commit, output):
     with open("/proc/loadavg") as loadavg:
         load_after = loadavg.read().split()[0]
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"## {title}\n\n"
             f"Measured {stamp} on {machine()}; load {load_before} before, {load_after} after; "
-            f"commit {commit(root)}.\n\n"
+            f"commit {commit}.\n\n"
             f"```sh\n{command}\n```\n\n```\n{output.rstrip()}\n```\n")
     return f"<!-- measurement: {name} -->\n{text}<!-- end of measurement {checksum(text)} -->\n"
 
 
 def main():
-    if len(sys.argv) != 7:
+    if len(sys.argv) != 8:
         sys.exit(__doc__.split("\n\n")[1])
-    path, name, title, command, load_before, output_file = sys.argv[1:]
+    path, name, title, command, load_before, commit, output_file = sys.argv[1:]
     if not re.fullmatch(r"[a-z0-9_-]+", name):
         sys.exit(f"record_measurement.py: bad name {name!r} (lower-case letters, digits, - and _)")
     with open(output_file) as output:
-        new = section(name, title, command, load_before, output.read(),
-                      os.path.dirname(os.path.abspath(path)))
+        new = section(name, title, command, load_before, commit, output.read())
     sections = {}
     if os.path.exists(path):
         with open(path) as old:

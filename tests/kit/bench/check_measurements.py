@@ -36,7 +36,7 @@ def record(path, name, output):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as figures:
         figures.write(output)
     subprocess.run([os.path.join(ROOT, "bench", "record_measurement.py"), path, name,
-                    f"Title of {name}", f"bench/{name}.sh --flag", "0.50", figures.name],
+                    f"Title of {name}", f"bench/{name}.sh --flag", "0.50", "abc1234", figures.name],
                    check=True, capture_output=True)
     os.unlink(figures.name)
 
@@ -60,7 +60,7 @@ with tempfile.TemporaryDirectory() as scratch:
           "recording again replaces the section")
     check(second["zeta"][0] == first["zeta"][0], "and leaves the other section as it was")
     stamp = re.search(r"Measured \d{4}-\d\d-\d\d \d\d:\d\d UTC on .+, \d+ cores, \d+ GiB; "
-                      r"load 0.50 before, [0-9.]+ after; commit ", second["alpha"]["text"])
+                      r"load 0.50 before, [0-9.]+ after; commit abc1234\.", second["alpha"]["text"])
     check(stamp is not None, "the stamp says when, on what machine, at what load, which commit")
     check("bench/alpha.sh --flag" in second["alpha"]["text"], "and with which command")
     with open(path) as text:
