@@ -28,7 +28,7 @@ for program in "$build/collectives_bench" "$gpt_train"; do
 done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-mpirun=(mpirun --mca pml ^cm --oversubscribe)
+mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 cores=$(nproc)
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg) ($cores cores)" >&2

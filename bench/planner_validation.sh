@@ -42,7 +42,7 @@ if [ -z "$machine" ]; then
   machine=$scratch/machine.json
   "$here/planner_calibration.sh" "$build" "$gpt_train" > "$machine"
 fi
-mpirun=(mpirun --mca pml ^cm --oversubscribe)
+mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 

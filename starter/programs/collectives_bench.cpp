@@ -19,6 +19,7 @@
 // Exit status: 0, or 1 if any result was wrong or a collective threw, 2 for bad usage.
 #include <dtk/dtk.hpp>
 #include <dtk/freed_memory.hpp>
+#include <dtk/single_machine_mpi.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -458,6 +459,7 @@ int bench(int argc, char** argv, dtk::Communicator& comm) {
 
 int main(int argc, char** argv) {
   dtk::keep_freed_memory();
+  dtk::use_single_machine_mpi();
   MPI_Init(&argc, &argv);
   dtk::Communicator world;
   int status = 1;

@@ -2,6 +2,7 @@
 
 #include <dtk/freed_memory.hpp>
 #include <dtk/model/idx_loader.hpp>  // DataError
+#include <dtk/single_machine_mpi.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -69,11 +70,8 @@ void check_writable(const std::string& path, const std::string& flag, const Comm
 
 int run_mpi_program(int argc, char** argv, const char* program,
                     const std::function<void(const Communicator& world)>& body) {
-  // Open MPI's "cm" transport probes for Omni-Path and libfabric network cards at start-up,
-  // about 0.2 s per run on a machine without them. Ranks on one machine talk through shared
-  // memory, so skip it (unless the user chose the transport: then OMPI_MCA_pml is set).
-  setenv("OMPI_MCA_pml", "^cm", /*overwrite=*/0);
   keep_freed_memory();
+  use_single_machine_mpi();
   int threads = 0;  // data loaders may have threads of their own, which never call MPI
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &threads);
   int status = 0;

@@ -6,6 +6,7 @@
 // Each case prints what every rank holds before and after the call, in rank order.
 #include <dtk/dtk.hpp>
 #include <dtk/freed_memory.hpp>
+#include <dtk/single_machine_mpi.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -148,6 +149,7 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   dtk::keep_freed_memory();
+  dtk::use_single_machine_mpi();
   MPI_Init(&argc, &argv);
   dtk::Communicator world;
   const bool root = world.Get_rank() == 0;

@@ -4,6 +4,7 @@
 #include "dtk_test.hpp"
 
 #include <dtk/freed_memory.hpp>
+#include <dtk/single_machine_mpi.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -201,6 +202,7 @@ void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
 
 int main(int argc, char** argv) {
   dtk::keep_freed_memory();
+  dtk::use_single_machine_mpi();
   MPI_Init(&argc, &argv);
   MPI_Comm_dup(MPI_COMM_WORLD, &dtk::testing::harness_comm);
   if (argc > 0) dtk::testing::program_name = argv[0];
