@@ -39,6 +39,7 @@
 #include <vector>
 
 #include <dtk/freed_memory.hpp>
+#include <dtk/single_machine_mpi.hpp>
 
 #include "check_context.hpp"
 #include "derive.hpp"
@@ -154,11 +155,21 @@ class Watchdog {
   std::atomic<long long> deadline_{0};
 };
 
+// Waits for a collective of the whole launch asleep, not spinning in MPI: the ranks that sit
+// out a test (a 2-rank test in an 8-rank launch) leave the cores to the ranks that run it.
+void wait_asleep(MPI_Request& request) {
+  static constexpr std::chrono::microseconds kIdlePoll{500};
+  for (int done = 0; PMPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;)
+    std::this_thread::sleep_for(kIdlePoll);
+}
+
 // Whether any rank of the launch asks for a fresh process (a student call left a thread
 // running): every rank of the launch takes part, before each test.
 bool any_rank_asks_restart(bool mine) {
   int asked = mine ? 1 : 0, any = 0;
-  MPI_Allreduce(&asked, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Request request;
+  PMPI_Iallreduce(&asked, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
+  wait_asleep(request);
   return any != 0;
 }
 
@@ -212,6 +223,7 @@ bool run_test(const Options& options, const std::string& id, const TestKeys& key
 void run_launch(int argc, char** argv) {
   make_private();
   dtk::keep_freed_memory();
+  dtk::use_single_machine_mpi();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   const Options options = parse_options(argc, argv);
@@ -252,6 +264,9 @@ void run_launch(int argc, char** argv) {
     const TestKeys keys{launch.test_keys[i].first, launch.test_keys[i].second, launch.seed};
     restart = run_test(rank_options, options.tests[i], keys, *writer, watchdog);
   }
+  MPI_Request everyone_done;
+  PMPI_Ibarrier(MPI_COMM_WORLD, &everyone_done);
+  wait_asleep(everyone_done);
   MPI_Finalize();
 }
 

@@ -25,7 +25,7 @@ struct Options {
   bool list_checks = false;  // --list-checks: print the hidden checks, grade nothing
   bool no_sandbox = false;   // run the submission as the caller (required when not root)
   BonusTiming bonus = BonusTiming::now;
-  std::optional<int> timeout_seconds;  // per group of tests; default from the manifest
+  std::optional<int> timeout_seconds;  // a launch without a record; default from the manifest
   std::optional<std::uint64_t> seed;   // default: a fresh random seed
   std::optional<int> assignment;       // default: the manifest's, else 1
   std::string manifest;                // default: the kit's manifest of the assignment

@@ -231,23 +231,6 @@ std::string cannot_run(const Planned& planned, const FileBuild& file, const Audi
   return "";
 }
 
-// Runs the tests by rank count, the groups side by side: their launches mostly wait, so on
-// two cores this is faster than one group after the other.
-std::map<std::string, TestRun> run_groups(const Launcher& launcher,
-                                          const std::vector<TestCase>& tests) {
-  std::map<int, std::vector<TestCase>> groups;
-  for (const TestCase& test : tests) groups[test.ranks()].push_back(test);
-  std::vector<std::future<std::map<std::string, TestRun>>> runs;
-  for (const auto& [ranks, group] : groups) {
-    runs.push_back(std::async(std::launch::async, [&, ranks = ranks, group = group] {
-      return run_tests(launcher, group, ranks);
-    }));
-  }
-  std::map<std::string, TestRun> results;
-  for (auto& run : runs) results.merge(run.get());
-  return results;
-}
-
 // A grading's scratch directory and its sandbox (see make_scratch).
 struct Workspace {
   std::string scratch;
@@ -411,14 +394,11 @@ std::map<std::string, TestRun> expected_outputs(const Grading& grading, const La
   std::map<std::string, TestRun> saved;
   if (!cache_dir.empty()) saved = load_expected(cache_dir, cache_key);
   std::vector<TestCase> to_run;
-  int max_ranks = 1;
   for (const TestCase& test : tests) {
-    if (saved.count(test.id())) continue;
-    to_run.push_back(test);
-    max_ranks = std::max(max_ranks, test.ranks());
+    if (!saved.count(test.id())) to_run.push_back(test);
   }
   if (!to_run.empty()) {
-    std::map<std::string, TestRun> runs = run_tests(reference, to_run, max_ranks);
+    std::map<std::string, TestRun> runs = run_tests(reference, to_run);
     add_derived_outputs(reference, runs, reference.runs_dir + "-derived");
     saved.insert(runs.begin(), runs.end());
     if (!cache_dir.empty()) save_expected(cache_dir, cache_key, saved);
@@ -538,7 +518,7 @@ Report grade_submission(const Grading& grading, std::ostream& log) {
   }
   const Launcher student = student_launcher(grading, workspace, build);
   log << "Running " << runnable.size() << " tests..." << std::endl;
-  std::map<std::string, TestRun> actual = run_groups(student, runnable);
+  std::map<std::string, TestRun> actual = run_tests(student, runnable);
   add_derived_outputs(reference, actual, workspace.scratch + "/private/derived");
   const std::map<std::string, TestRun> expected = expected_future.get();
 

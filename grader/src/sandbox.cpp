@@ -561,16 +561,24 @@ Outcome Sandbox::run(const Command& command) const {
   const auto deadline =
       start + std::chrono::milliseconds(static_cast<long>(command.timeout_seconds * 1000));
   auto stop_at = deadline;
+  const auto idle = std::chrono::milliseconds(static_cast<long>(command.idle_seconds * 1000));
+  auto idle_until = command.progress ? start + idle : deadline;
+  std::uintmax_t last_progress = 0;
   auto next_check = start, next_stop_check = start;
   bool exited = false, open_pipe = true, done = false;
   int status = 0, stopped_checks = 0;
-  while (std::chrono::steady_clock::now() < stop_at) {
+  while (std::chrono::steady_clock::now() < std::min(stop_at, idle_until)) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_check) {
       next_check = now + kDonePeriod;
       if (command.done && !done) {
         done = command.done();
         if (done) stop_at = std::min(deadline, now + kExitAfterDone);
+      }
+      if (command.progress && !done) {
+        const std::uintmax_t progress = command.progress();
+        if (progress != last_progress) idle_until = now + idle;
+        last_progress = progress;
       }
     }
     if (now >= next_stop_check) {

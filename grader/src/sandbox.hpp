@@ -44,6 +44,10 @@ struct Command {
   // Polled while it runs: once true, the command has done its work and gets a moment to exit
   // before it is stopped (an MPI job whose ranks forked children never exits by itself).
   std::function<bool()> done;
+  // Polled with `done`, when set: a value that changes while the command makes progress. It is
+  // ended once idle_seconds pass without a change (timeout_seconds still bounds it in all).
+  std::function<std::uintmax_t()> progress;
+  double idle_seconds = 0;
   // Mounted over, where possible, with an empty directory the command cannot open.
   std::vector<std::string> hidden_paths;
 };

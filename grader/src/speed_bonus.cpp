@@ -73,7 +73,7 @@ std::map<std::string, SpeedMeasurement> measure_once(const SpeedBonus& bonus,
                                                   std::to_string(bonus.bytes) + " repetitions=" +
                                                   std::to_string(bonus.repetitions)));
   }
-  const std::map<std::string, TestRun> runs = run_tests(launcher, tests, bonus.ranks);
+  const std::map<std::string, TestRun> runs = run_tests(launcher, tests);
   std::map<std::string, SpeedMeasurement> measured;
   for (const TestCase& test : tests)
     measured[test.function] = read_measurement(test, runs.at(test.id()));

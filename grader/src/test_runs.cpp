@@ -8,8 +8,12 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <optional>
+#include <set>
 #include <stdexcept>
+
+#include <dtk/single_machine_mpi.hpp>
 
 #include "files.hpp"
 #include "launch_file.hpp"
@@ -110,8 +114,7 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
            "would never have gone on: counted as hung";
   }
   if (outcome.timed_out) {
-    return "did not finish: its group of tests ran out of its " +
-           seconds_text(limits.group_seconds) +
+    return "did not finish: its launch wrote no record for " + seconds_text(limits.group_seconds) +
            " (a deadlock, an endless loop or a sleep that ignores the watchdog)";
   }
   std::string text = "the test program stopped during this test (" + outcome.describe() +
@@ -181,6 +184,13 @@ std::vector<std::string> write_launch_files(const std::string& dir, int ranks,
   return record_keys;
 }
 
+// How many groups (rank counts) `tests` hold.
+int rank_counts(const std::vector<TestCase>& tests) {
+  std::set<int> counts;
+  for (const TestCase& test : tests) counts.insert(test.ranks());
+  return std::max<int>(1, counts.size());
+}
+
 // One launch of `tests`: the records of each rank, and how the launch ended.
 struct Launch {
   std::vector<RankOutput> per_rank;
@@ -204,18 +214,37 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
   Command command;
   command.argv = mpirun_command(launcher, out_dir, tests, ranks, limits.test_seconds);
   command.cwd = out_dir;
-  command.timeout_seconds = limits.group_seconds;
+  // The launch goes on while its ranks write records (every test writes its own); it ends
+  // after group_seconds without a record, and after group_seconds per group in all.
+  command.idle_seconds = limits.group_seconds;
+  command.timeout_seconds = limits.group_seconds * rank_counts(tests);
+  command.progress = [&out_dir, ranks] {
+    std::uintmax_t written = 0;
+    for (int r = 0; r < ranks; ++r) {
+      std::error_code error;
+      const std::uintmax_t size =
+          fs::file_size(out_dir + "/rank" + std::to_string(r) + ".out", error);
+      if (!error) written += size;
+    }
+    return written;
+  };
   command.sandboxed = launcher.sandboxed;
   command.hidden_paths = launcher.hidden_paths;
   command.env = {"OMPI_MCA_rmaps_base_oversubscribe=1",
                  "OMPI_MCA_btl_vader_single_copy_mechanism=none", "OPENBLAS_NUM_THREADS=1",
                  "OMP_NUM_THREADS=1"};
+  // Every rank is on this machine: no network plugins, no scan of its PCI devices.
+  for (const auto& [name, value] : dtk::single_machine_mpi_settings())
+    command.env.push_back(name + "=" + value);
   // A session directory per launch: launches run side by side.
   command.env.insert(command.env.end(), {"HOME=" + out_dir, "TMPDIR=" + out_dir});
-  // Done when every rank has written the end of the last test or asked for a fresh process
-  // ("restart"), or one rank has died (its last words: "exited", "crashed" or the watchdog's
-  // "timeout"); mpirun takes seconds to notice a death by itself.
-  const std::string last_end = "\nend " + tests.back().id() + " ";
+  // Done when every rank has written the end of the last test it takes part in or asked for a
+  // fresh process ("restart"), or one rank has died (its last words: "exited", "crashed" or the
+  // watchdog's "timeout"); mpirun takes seconds to notice a death by itself.
+  std::vector<std::string> last_end(ranks);
+  for (const TestCase& test : tests) {
+    for (int r = 0; r < test.ranks(); ++r) last_end[r] = "\nend " + test.id() + " ";
+  }
   command.done = [&, ranks] {
     bool all_ended = true, all_restart = true;
     for (int r = 0; r < ranks; ++r) {
@@ -223,7 +252,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
       for (const char* death : {"\nexited\n", "\ncrashed ", "\ntimeout "}) {
         if (file_tail_has(path, death)) return true;
       }
-      all_ended &= file_tail_has(path, last_end);
+      all_ended &= last_end[r].empty() || file_tail_has(path, last_end[r]);
       all_restart &= file_tail_has(path, "\nrestart\n");
     }
     return all_ended || all_restart;
@@ -244,6 +273,12 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
 }
 
 }  // namespace
+
+int largest_ranks(const std::vector<TestCase>& tests) {
+  int ranks = 1;
+  for (const TestCase& test : tests) ranks = std::max(ranks, test.ranks());
+  return ranks;
+}
 
 LaunchLimits retry_limits(const Launcher& launcher) {
   const int test_seconds =
@@ -317,7 +352,7 @@ TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
       first = "did not finish within " + seconds_text(limits.test_seconds) + " among other tests";
       break;
     case RetryCause::out_of_group_time:
-      first = "was still running when its launch ran out of its " +
+      first = "was still running when its launch had written no record for " +
               seconds_text(limits.group_seconds) + " among other tests";
       break;
     case RetryCause::not_started:
@@ -350,24 +385,36 @@ TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
 }
 
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
-                                         const std::vector<TestCase>& tests, int ranks) {
+                                         const std::vector<TestCase>& tests) {
   const LaunchLimits limits{launcher.timeouts.test_seconds, launcher.timeouts.group_seconds};
   const LaunchLimits retry = retry_limits(launcher);
+  // A test run again alone, and how that went.
+  const auto run_again = [&](const TestCase& test, RetryCause cause) {
+    const Launch again = launch(launcher, {test}, test.ranks(), retry);
+    const SettledLaunch alone = settle_launch({test}, again.per_rank, again.outcome, retry, false);
+    return std::pair{after_retry(alone.runs.at(test.id()), cause, limits, retry), alone.started};
+  };
   std::map<std::string, TestRun> runs;
+  // Re-runs of tests that did not finish go on beside the launches of the tests after them
+  // (a submission that hangs in many tests waits for their watchdogs side by side).
+  std::vector<std::pair<std::string, std::future<std::pair<TestRun, bool>>>> reruns;
+  // The largest first: the ranks a test leaves out wait until the launch ends.
   std::vector<TestCase> remaining = tests;
+  std::stable_sort(remaining.begin(), remaining.end(),
+                   [](const TestCase& a, const TestCase& b) { return a.ranks() > b.ranks(); });
   while (!remaining.empty()) {
-    const Launch first = launch(launcher, remaining, ranks, limits);
+    const Launch first = launch(launcher, remaining, largest_ranks(remaining), limits);
     SettledLaunch settled = settle_launch(remaining, first.per_rank, first.outcome, limits,
                                           launcher.timeouts.retry_test_seconds > 0);
-    if (settled.retry) {
-      const TestCase& test = remaining[settled.consumed - 1];
-      const Launch again = launch(launcher, {test}, ranks, retry);
-      const SettledLaunch alone =
-          settle_launch({test}, again.per_rank, again.outcome, retry, false);
-      const TestRun run = after_retry(alone.runs.at(test.id()), settled.cause, limits, retry);
-      settled.runs[test.id()] = run;
-      if (!settled.started && !alone.started) {
-        // It did not start alone either, with more time: it would not start for any.
+    if (settled.retry && settled.started) {
+      const TestCase test = remaining[settled.consumed - 1];
+      reruns.emplace_back(test.id(),
+                          std::async(std::launch::async, run_again, test, settled.cause));
+    } else if (settled.retry) {
+      // Whether the program starts alone, with more time, decides what happens to the rest.
+      const auto [run, started] = run_again(remaining.front(), settled.cause);
+      settled.runs[remaining.front().id()] = run;
+      if (!started) {  // it would not start for any
         for (const TestCase& rest : remaining) settled.runs[rest.id()] = run;
         settled.consumed = remaining.size();
       }
@@ -375,6 +422,7 @@ std::map<std::string, TestRun> run_tests(const Launcher& launcher,
     runs.merge(settled.runs);
     remaining.erase(remaining.begin(), remaining.begin() + settled.consumed);
   }
+  for (auto& [id, rerun] : reruns) runs[id] = rerun.get().first;
   return runs;
 }
 

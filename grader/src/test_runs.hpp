@@ -1,13 +1,14 @@
 // Running hidden tests under mpirun: the student's runner in the sandbox, the reference runner
 // as the grader itself.
 //
-// Tests of one rank count run in one launch. When a launch dies or hangs, the tests it finished
-// keep their outputs, the test it was in is failed (crash or timeout, with the log's tail), and
-// the tests after it run again in a fresh launch: a hang or a crash costs only the test it
-// happens in. Before a test is charged for running out of time (past the runner's watchdog, or
-// caught in a launch that ran out of its group time) or for dying after other tests in the same
-// process, it is run again alone, in a fresh launch, with the longer limit of a re-run, and
-// charged only if it fails there too: a busy machine slows a test down (load never costs
+// A grading's tests run in one launch, on as many ranks as the largest needs; a launch that
+// writes no record for group_seconds counts as hung. When a launch dies or hangs, the tests it
+// finished keep their outputs, the test it was in is failed (crash or timeout, with the log's
+// tail), and the tests after it run again in a fresh launch: a hang or a crash costs only the test
+// it happens in. Before a test is charged for running out of time (past the runner's watchdog, or
+// caught in a launch that went group_seconds without a record) or for dying after other tests in
+// the same process, it is run again alone, in a fresh launch, with the longer limit of a re-run,
+// and charged only if it fails there too: a busy machine slows a test down (load never costs
 // points), and earlier tests can leave the process broken (memory corrupted by another part's
 // function). A launch the runner restarted (records.hpp: "restart") sends the tests it did not
 // finish to a fresh launch, charged nothing.
@@ -55,14 +56,19 @@ struct Launcher {
   std::vector<std::string> hidden_paths;
 };
 
-// Runs `tests` on `ranks` MPI ranks (tests needing fewer ranks run on the first ones).
+// Runs `tests`, the largest first, in a launch on as many MPI ranks as the largest needs (a test
+// of fewer ranks runs on the first ones while the others wait asleep, so that each process pays
+// Open MPI's start-up once); a launch that dies or hangs leaves the rest to a new launch.
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
-                                         const std::vector<TestCase>& tests, int ranks);
+                                         const std::vector<TestCase>& tests);
+
+// The most ranks a test of `tests` needs (1 when there are none).
+int largest_ranks(const std::vector<TestCase>& tests);
 
 // The time limits of one launch.
 struct LaunchLimits {
   int test_seconds = 0;   // the runner's watchdog
-  int group_seconds = 0;  // the whole launch
+  int group_seconds = 0;  // the launch without a record written; per group (rank count) in all
 };
 
 // The limits of a launch that runs one test again alone: the re-run's watchdog, and as much

@@ -66,6 +66,13 @@ dtk_grade_selftest(assignment3_starter_part12 ASSIGNMENT 3 BASE starter PARTS 12
                    EXPECT_OUTPUT "Graded: Part 12 only \\(--parts\\)"
                                  "not implemented yet: NotImplemented: dtk::moe_dispatch")
 
+# An honest submission's tests run in one launch of the runner, whose ranks wait asleep.
+add_test(NAME grader_one_launch
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/one_launch.py $<TARGET_FILE:dtk-grade>
+                 $<TARGET_FILE:dtk-grade-runner> ${PROJECT_SOURCE_DIR}/solutions -- --assignment 2
+                 --bonus-later --results ${CMAKE_CURRENT_BINARY_DIR}/selftests/one_launch.json)
+set_tests_properties(grader_one_launch PROPERTIES LABELS grading PROCESSORS 2)
+
 # The grader's own failures still leave a results.json (score 0, the error).
 add_test(NAME grader_internal_error
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/internal_error.py $<TARGET_FILE:dtk-grade>
