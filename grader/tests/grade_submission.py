@@ -508,7 +508,9 @@ def judged_scores(results):
 def sandbox_slot():
     """0, or the slot CTest gave this test (a test registered with the resource group
     "sandbox:1", run with grader/tests/sandbox-slots.json as `make test` runs it): two such
-    gradings run at once, each as its own sandbox user with its own lock, as a batch's do."""
+    gradings run at once, each as its own sandbox user with its own lock, as a batch's do.
+    CTest's slots are 1 and 2: slot 0 is the one every grading without --slot takes (and
+    waits for), like a test's that grades by itself beside a slotted one."""
     match = re.search(r"id:([0-9]+)", os.environ.get("CTEST_RESOURCE_GROUP_0_SANDBOX", ""))
     return int(match.group(1)) if match else 0
 
@@ -520,11 +522,12 @@ def slot_cpus(slot):
     cpus = sorted(os.sched_getaffinity(0))
     with open(os.path.join(HERE, "sandbox-slots.json")) as file:
         slots = len(json.load(file)["local"][0]["sandbox"])
+    index = slot - 1  # CTest's slots are numbered from 1
     if slots > len(cpus):
-        share = [cpus[slot % len(cpus)]]
+        share = [cpus[index % len(cpus)]]
     else:
-        first = slot * len(cpus) // slots
-        share = cpus[first:(slot + 1) * len(cpus) // slots]
+        first = index * len(cpus) // slots
+        share = cpus[first:(index + 1) * len(cpus) // slots]
     return ",".join(map(str, share))
 
 
