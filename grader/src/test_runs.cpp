@@ -185,10 +185,17 @@ std::vector<std::string> write_launch_files(const std::string& dir, int ranks,
 }
 
 // How many groups (rank counts) `tests` hold.
-int rank_counts(const std::vector<TestCase>& tests) {
+int group_count(const std::vector<TestCase>& tests) {
   std::set<int> counts;
   for (const TestCase& test : tests) counts.insert(test.ranks());
   return std::max<int>(1, counts.size());
+}
+
+// The most ranks a test of `tests` needs (1 when there are none).
+int largest_ranks(const std::vector<TestCase>& tests) {
+  int ranks = 1;
+  for (const TestCase& test : tests) ranks = std::max(ranks, test.ranks());
+  return ranks;
 }
 
 // One launch of `tests`: the records of each rank, and how the launch ended.
@@ -217,7 +224,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
   // The launch goes on while its ranks write records (every test writes its own); it ends
   // after group_seconds without a record, and after group_seconds per group in all.
   command.idle_seconds = limits.group_seconds;
-  command.timeout_seconds = limits.group_seconds * rank_counts(tests);
+  command.timeout_seconds = limits.group_seconds * group_count(tests);
   command.progress = [&out_dir, ranks] {
     std::uintmax_t written = 0;
     for (int r = 0; r < ranks; ++r) {
@@ -273,12 +280,6 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
 }
 
 }  // namespace
-
-int largest_ranks(const std::vector<TestCase>& tests) {
-  int ranks = 1;
-  for (const TestCase& test : tests) ranks = std::max(ranks, test.ranks());
-  return ranks;
-}
 
 LaunchLimits retry_limits(const Launcher& launcher) {
   const int test_seconds =

@@ -62,9 +62,6 @@ struct Launcher {
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
                                          const std::vector<TestCase>& tests);
 
-// The most ranks a test of `tests` needs (1 when there are none).
-int largest_ranks(const std::vector<TestCase>& tests);
-
 // The time limits of one launch.
 struct LaunchLimits {
   int test_seconds = 0;   // the runner's watchdog
