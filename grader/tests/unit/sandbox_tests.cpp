@@ -1,5 +1,6 @@
-// The sandbox's pieces that need no sandbox user: each job slot's share of the CPUs, and the
-// System V IPC objects a submission may leave behind (listed from /proc/sysvipc and removed).
+// The sandbox's pieces that need no sandbox user: each job slot's share of the CPUs, the
+// System V IPC objects a submission may leave behind (listed from /proc/sysvipc and removed),
+// and how long a command that reports its progress may run.
 #include <catch2/catch.hpp>
 
 #include <sys/ipc.h>
@@ -10,8 +11,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <sstream>
 
 #include "process_table.hpp"
+#include "sandbox.hpp"
 #include "sandbox_user.hpp"
 
 using namespace dtk::grade;
@@ -119,4 +125,38 @@ TEST_CASE("a user's System V IPC objects are found and removed, and nobody else'
   CHECK(mine().empty());
   // Already gone: nothing to do.
   CHECK(remove_ipc_object({IpcObject::Kind::shared_memory, segment}, me));
+}
+
+TEST_CASE("a command that reports progress goes on while it makes some, and ends once it stops",
+          "[sandbox]") {
+  char scratch_template[] = "/tmp/dtk-sandbox-test.XXXXXX";
+  const std::string scratch = mkdtemp(scratch_template);
+  std::ostringstream log;
+  std::optional<Sandbox> sandbox;
+  sandbox.emplace(SandboxLimits{1024, 64, 256, 64, 4096, 1024}, scratch, scratch + "/home",
+                  /*use_sandbox_user=*/false, /*slot=*/0, log);
+  const std::string progress_file = scratch + "/progress";
+  Command command;
+  command.sandboxed = false;
+  command.cwd = scratch;
+  command.timeout_seconds = 60;  // the cap, never reached here
+  command.idle_seconds = 1.5;
+  command.progress = [&] {
+    std::error_code error;
+    const std::uintmax_t size = std::filesystem::file_size(progress_file, error);
+    return error ? std::uintmax_t{0} : size;
+  };
+  // Longer in all than idle_seconds, never that long without writing: it runs to its end.
+  command.argv = {"sh", "-c",
+                  "for i in 1 2 3 4 5 6 7 8 9 10; do echo x >> progress; sleep 0.25; done"};
+  const Outcome writing = sandbox->run(command);
+  CHECK_FALSE(writing.timed_out);
+  CHECK(writing.exit_code == 0);
+  // Silent: ended after idle_seconds, long before the cap.
+  command.argv = {"sleep", "30"};
+  const Outcome silent = sandbox->run(command);
+  CHECK(silent.timed_out);
+  CHECK(silent.seconds < 30);
+  sandbox.reset();
+  std::filesystem::remove_all(scratch);
 }
