@@ -56,4 +56,8 @@ std::string launch_file_path(const std::string& out_dir, int rank) {
   return out_dir + "/rank" + std::to_string(rank) + ".key";
 }
 
+std::string rank_records_path(const std::string& out_dir, int rank) {
+  return out_dir + "/rank" + std::to_string(rank) + ".out";
+}
+
 }  // namespace dtk::grade

@@ -35,4 +35,7 @@ LaunchFile launch_file_for(int rank, const std::vector<std::string>& test_ids, s
 
 std::string launch_file_path(const std::string& out_dir, int rank);
 
+// Where rank `rank` of a launch writes its records: <out_dir>/rank<R>.out.
+std::string rank_records_path(const std::string& out_dir, int rank);
+
 }  // namespace dtk::grade

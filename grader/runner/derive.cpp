@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check_context.hpp"
+#include "launch_file.hpp"
 
 namespace dtk::grade {
 
@@ -52,8 +53,7 @@ int derive_main(int argc, char** argv) {
     const std::string in = dir + "/rank" + std::to_string(r) + ".in";
     if (!std::ifstream(in)) break;
     inputs.push_back(parse_rank_output(file_text(in), key));
-    writers.push_back(
-        std::make_unique<RecordWriter>(dir + "/rank" + std::to_string(r) + ".out", key));
+    writers.push_back(std::make_unique<RecordWriter>(rank_records_path(dir, r), key));
   }
   for (const std::string& id : tests) {
     TestCase test;

@@ -230,7 +230,7 @@ void run_launch(int argc, char** argv) {
   allow_calls(options.allowed_mpi, options.allowed_communicator);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const std::string path = options.out_dir + "/rank" + std::to_string(rank) + ".out";
+  const std::string path = rank_records_path(options.out_dir, rank);
   set_marker_file(path);
   Options rank_options = options;
   rank_options.work_dir = options.work_dir + "/rank" + std::to_string(rank);

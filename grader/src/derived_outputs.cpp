@@ -11,6 +11,7 @@
 
 #include "files.hpp"
 #include "keys.hpp"
+#include "launch_file.hpp"
 
 namespace dtk::grade {
 
@@ -65,7 +66,7 @@ void add_derived_outputs(const Launcher& reference, std::map<std::string, TestRu
     TestRun& run = runs.at(id);
     for (std::size_t r = 0; r < run.ranks.size(); ++r) {
       std::string text, problem;
-      const std::string path = dir + "/rank" + std::to_string(r) + ".out";
+      const std::string path = rank_records_path(dir, r);
       RankOutput derived;
       if (read_regular_file(path, kMaxDerivedFile, text, problem))
         derived = parse_rank_output(text, key);

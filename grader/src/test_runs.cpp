@@ -229,8 +229,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
     std::uintmax_t written = 0;
     for (int r = 0; r < ranks; ++r) {
       std::error_code error;
-      const std::uintmax_t size =
-          fs::file_size(out_dir + "/rank" + std::to_string(r) + ".out", error);
+      const std::uintmax_t size = fs::file_size(rank_records_path(out_dir, r), error);
       if (!error) written += size;
     }
     return written;
@@ -255,7 +254,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
   command.done = [&, ranks] {
     bool all_ended = true, all_restart = true;
     for (int r = 0; r < ranks; ++r) {
-      const std::string path = out_dir + "/rank" + std::to_string(r) + ".out";
+      const std::string path = rank_records_path(out_dir, r);
       for (const char* death : {"\nexited\n", "\ncrashed ", "\ntimeout "}) {
         if (file_tail_has(path, death)) return true;
       }
@@ -269,8 +268,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
   result.per_rank.resize(ranks);
   for (int r = 0; r < ranks; ++r) {
     std::string text, problem;
-    if (read_regular_file(out_dir + "/rank" + std::to_string(r) + ".out", kMaxRankFile, text,
-                          problem)) {
+    if (read_regular_file(rank_records_path(out_dir, r), kMaxRankFile, text, problem)) {
       result.per_rank[r] = parse_rank_output(text, keys[r]);
     }
   }
