@@ -509,8 +509,9 @@ def sandbox_slot():
     """0, or the slot CTest gave this test (a test registered with the resource group
     "sandbox:1", run with grader/tests/sandbox-slots.json as `make test` runs it): two such
     gradings run at once, each as its own sandbox user with its own lock, as a batch's do.
-    CTest's slots are 1 and 2: slot 0 is the one every grading without --slot takes (and
-    waits for), like a test's that grades by itself beside a slotted one."""
+    CTest's slots are 62 and 63, the last two --slot takes: slot 0 is the one every grading
+    without --slot takes (a test's that grades by itself), and a batch's job slots count up from
+    0, so a slotted self-test never waits for either's lock, nor they for its."""
     match = re.search(r"id:([0-9]+)", os.environ.get("CTEST_RESOURCE_GROUP_0_SANDBOX", ""))
     return int(match.group(1)) if match else 0
 
@@ -521,8 +522,8 @@ def slot_cpus(slot):
     CPUs, one CPU they wrap around."""
     cpus = sorted(os.sched_getaffinity(0))
     with open(os.path.join(HERE, "sandbox-slots.json")) as file:
-        slots = len(json.load(file)["local"][0]["sandbox"])
-    index = slot - 1  # CTest's slots are numbered from 1
+        ids = [int(entry["id"]) for entry in json.load(file)["local"][0]["sandbox"]]
+    slots, index = len(ids), ids.index(slot)
     if slots > len(cpus):
         share = [cpus[index % len(cpus)]]
     else:
