@@ -1,7 +1,7 @@
 #include "command_line.hpp"
 
+#include <dtk/data/idx_loader.hpp>  // DataError
 #include <dtk/freed_memory.hpp>
-#include <dtk/model/idx_loader.hpp>  // DataError
 #include <dtk/single_machine_mpi.hpp>
 
 #include <cmath>

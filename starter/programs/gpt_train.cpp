@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include <dtk/gpt/corpus.hpp>
-#include <dtk/model/cores.hpp>
+#include <dtk/training/cores.hpp>
 
 #include "gpt_train.hpp"
 

@@ -11,10 +11,10 @@
 #include <stdexcept>
 #include <string>
 
+#include <dtk/data/mnist.hpp>
 #include <dtk/dtk.hpp>
-#include <dtk/model/mnist.hpp>
-#include <dtk/model/pipeline_trainer.hpp>
-#include <dtk/model/trainer.hpp>
+#include <dtk/training/pipeline_trainer.hpp>
+#include <dtk/training/trainer.hpp>
 
 #include "command_line.hpp"
 

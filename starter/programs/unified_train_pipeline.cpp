@@ -1,11 +1,11 @@
 // unified_train, assignment 2: a deep MLP as a pipeline of pp_size stages, each stage data
-// parallel over dp_size ranks with ZeRO (include/dtk/model/pipeline_trainer.hpp), your Part 7,
+// parallel over dp_size ranks with ZeRO (include/dtk/training/pipeline_trainer.hpp), your Part 7,
 // 8 and 9 functions doing all the communication. Rank 0 prints progress, the test accuracy, and
 // per rank: the pipeline's bubble beside its theory, the stashed activations beside the
 // schedule's bound, and the model states beside your 9.1 model's prediction.
-#include <dtk/model/cores.hpp>
+#include <dtk/training/cores.hpp>
 #if DTK_WITH_REPLICAS_TRAINER
-#include <dtk/model/tensor_parallel_split.hpp>
+#include <dtk/mlp/tensor_parallel_split.hpp>
 #endif
 
 #include <algorithm>

@@ -3,8 +3,8 @@
 // 6 functions doing all the communication. Rank 0 prints progress, the test accuracy, how many
 // bytes each layer sent over its data-parallel and model-parallel communicators, and each
 // layer's peak memory.
-#include <dtk/model/cores.hpp>
-#include <dtk/model/mlp.hpp>
+#include <dtk/mlp/mlp.hpp>
+#include <dtk/training/cores.hpp>
 
 #include <cstdio>
 #include <iostream>

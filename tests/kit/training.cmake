@@ -1,5 +1,6 @@
-# Self-tests: training. The model code (starter/include/dtk/model), unified_train and the IDX
-# loader, all against the reference (dtk_solutions). Sources and scripts live in training/.
+# Self-tests: training. The model code (starter/include/dtk/mlp, training, data), unified_train
+# and the IDX loader, all against the reference (dtk_solutions). Sources and scripts live in
+# training/.
 
 # Catch2 programs on the MPI-aware harness, like the public tests.
 foreach(test exactness idx_loader)

@@ -12,7 +12,7 @@
 //
 // Conventions used throughout:
 //   - the model states are seen as flat vectors of numel values: all parameters one after
-//     another (include/dtk/model/flat_parameters.hpp makes them for the kit's MLP), and the
+//     another (include/dtk/training/flat_parameters.hpp makes them for the kit's MLP), and the
 //     gradient in the same order;
 //   - p is dp_comm.Get_size() (dp_size), r is dp_comm.Get_rank() (dp_idx), and
 //     s = ceil(numel / p) is the shard size: every rank stores s values, the last ranks' shards

@@ -14,8 +14,8 @@
 #include "dtk/gpt/gemm_peak.hpp"
 #include "dtk/gpt/gpt.hpp"
 #include "dtk/gpt/sampling.hpp"
-#include "dtk/model/adam.hpp"
-#include "dtk/model/progress_line.hpp"
+#include "dtk/training/adam.hpp"
+#include "dtk/training/progress_line.hpp"
 
 namespace dtk::gpt {
 

@@ -5,7 +5,7 @@
 //   mpirun -n 4 build/tests/kit/kit_mlp_stage
 #include "dtk_test.hpp"
 
-#include <dtk/model/mlp_stage.hpp>
+#include <dtk/mlp/mlp_stage.hpp>
 
 #include <algorithm>
 #include <random>

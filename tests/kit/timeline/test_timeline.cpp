@@ -1,12 +1,12 @@
 // Kit self-test of the timeline behind unified_train's --trace and --timeline
-// (include/dtk/model/timeline.hpp): the Chrome trace and the SVG of a simulated pipeline run
+// (include/dtk/trace/timeline.hpp): the Chrome trace and the SVG of a simulated pipeline run
 // hold its events and its schedule's order, and the recorder sees every rank's Communicator
 // calls with world ranks. Rank 0 also leaves the SVGs it drew in the working directory
 // (timeline_1f1b.svg, timeline_gpipe.svg), for kit_timeline_svg_wellformed to check with xmllint.
 //   mpirun -n 2 build/tests/kit/kit_timeline
 #include "dtk_test.hpp"
 
-#include <dtk/model/timeline.hpp>
+#include <dtk/trace/timeline.hpp>
 
 #include <algorithm>
 #include <fstream>

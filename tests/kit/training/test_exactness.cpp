@@ -7,7 +7,7 @@
 //   mpirun -n 4 ./build/tests/kit/kit_training_exactness
 #include "dtk_test.hpp"
 
-#include <dtk/model/mlp.hpp>
+#include <dtk/mlp/mlp.hpp>
 
 #include <cmath>
 #include <random>

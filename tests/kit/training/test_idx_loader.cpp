@@ -3,7 +3,7 @@
 //   ./build/tests/kit/kit_training_idx_loader
 #include "dtk_test.hpp"
 
-#include <dtk/model/mnist.hpp>
+#include <dtk/data/mnist.hpp>
 
 #include <zlib.h>
 

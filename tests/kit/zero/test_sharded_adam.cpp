@@ -9,8 +9,8 @@
 
 #include <xtensor/xview.hpp>
 
-#include "dtk/model/adam.hpp"
-#include "dtk/model/flat_parameters.hpp"
+#include "dtk/training/adam.hpp"
+#include "dtk/training/flat_parameters.hpp"
 
 namespace {
 

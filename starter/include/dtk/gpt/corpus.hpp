@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "dtk/communicator.hpp"
-#include "dtk/model/idx_loader.hpp"  // DataError
+#include "dtk/data/idx_loader.hpp"  // DataError
 
 namespace dtk::gpt {
 

@@ -9,7 +9,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "dtk/model/matrix_ops.hpp"  // ensure_shape, add_row
+#include "dtk/mlp/matrix_ops.hpp"  // ensure_shape, add_row
 
 namespace dtk::gpt {
 

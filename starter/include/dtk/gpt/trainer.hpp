@@ -30,7 +30,7 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/corpus.hpp"
-#include "dtk/model/timeline.hpp"
+#include "dtk/trace/timeline.hpp"
 
 namespace dtk::gpt {
 
