@@ -1,7 +1,7 @@
 // Part 13 from the command line: the program plan_training. It uses no MPI: run it directly.
 //
-//   ./build/plan_training --model planner/configs/llama3_8b.json \
-//       --cluster planner/configs/h100_80gb_x64.json --tokens 4194304 --seq 8192
+//   ./build/plan_training --model starter/src/planning/configs/llama3_8b.json \
+//       --cluster starter/src/planning/configs/h100_80gb_x64.json --tokens 4194304 --seq 8192
 // prints the plan your dtk::plan_training chooses and what the simulator says of it;
 //   ... --tp 8 --pp 2 --microbatches 32 --zero 1 --sp
 // simulates that plan instead (dp: the GPUs left); and

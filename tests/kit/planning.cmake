@@ -12,4 +12,4 @@ add_test(NAME kit_planning_simulator COMMAND kit_planning_simulator)
 # The program: the reference's plan, plans given by flags or in a file, bad inputs (exit 2).
 add_test(NAME kit_planning_program
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/planning/check_program.sh $<TARGET_FILE:plan_training>
-                 ${PROJECT_SOURCE_DIR}/starter/planner/configs)
+                 ${PROJECT_SOURCE_DIR}/starter/src/planning/configs)

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kRanks = 1;  // serial; tests/public/CMakeLists.txt reads the rank count here
 
-const std::string kConfigs = std::string(DTK_STARTER_DIR) + "/planner/configs/";
+const std::string kConfigs = std::string(DTK_STARTER_DIR) + "/src/planning/configs/";
 
 struct PublicCase {
   const char* what;

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kRanks = 1;
 
-const std::string kPublic = std::string(DTK_STARTER_DIR) + "/planner/configs/";
+const std::string kPublic = std::string(DTK_STARTER_DIR) + "/src/planning/configs/";
 const std::string kHere = DTK_PLANNING_TEST_DIR;
 
 const dtk::ModelConfig& llama3_8b() {

@@ -5,7 +5,7 @@ import re
 
 
 def try_bundle_programs(steps, bundle):
-    configs = f"{bundle}/starter/planner/configs"
+    configs = f"{bundle}/starter/src/planning/configs"
     steps.step("planning with the bundle's plan_training: the reference's plan, and a plan by flags")
 
     def plan(log, *flags):
