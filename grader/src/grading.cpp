@@ -10,18 +10,18 @@
 #include <map>
 #include <set>
 
-#include "audit.hpp"
-#include "compile.hpp"
-#include "derived_outputs.hpp"
-#include "expected_cache.hpp"
+#include "build/audit.hpp"
+#include "build/compile.hpp"
+#include "build/submission.hpp"
 #include "files.hpp"
-#include "judge.hpp"
-#include "sandbox.hpp"
-#include "sandbox_view.hpp"
-#include "scoring.hpp"
-#include "speed_bonus.hpp"
-#include "submission.hpp"
-#include "test_runs.hpp"
+#include "sandbox/sandbox.hpp"
+#include "sandbox/sandbox_view.hpp"
+#include "scoring/derived_outputs.hpp"
+#include "scoring/expected_cache.hpp"
+#include "scoring/judge.hpp"
+#include "scoring/scoring.hpp"
+#include "scoring/speed_bonus.hpp"
+#include "scoring/test_runs.hpp"
 
 namespace dtk::grade {
 

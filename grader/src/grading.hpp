@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <ostream>
 
+#include "build/toolchain.hpp"
 #include "cli.hpp"
 #include "manifest.hpp"
 #include "report.hpp"
-#include "toolchain.hpp"
 
 namespace dtk::grade {
 

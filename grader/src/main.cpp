@@ -9,10 +9,10 @@
 
 #include <dtk/freed_memory.hpp>
 
-#include "batch.hpp"
-#include "check_list.hpp"
+#include "class/batch.hpp"
 #include "cli.hpp"
 #include "grading.hpp"
+#include "scoring/check_list.hpp"
 #include "text.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "audit.hpp"
+#include "build/audit.hpp"
 #include "manifest.hpp"
 
 using namespace dtk::grade;

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "expected_cache.hpp"
+#include "scoring/expected_cache.hpp"
 
 using namespace dtk::grade;
 

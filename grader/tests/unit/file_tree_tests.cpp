@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "file_tree.hpp"
+#include "sandbox/file_tree.hpp"
 
 using namespace dtk::grade;
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "judge.hpp"
+#include "scoring/judge.hpp"
 
 using namespace dtk::grade;
 using Catch::Matchers::Contains;

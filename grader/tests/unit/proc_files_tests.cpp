@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "proc_files.hpp"
+#include "sandbox/proc_files.hpp"
 
 using namespace dtk::grade;
 

@@ -16,9 +16,9 @@
 #include <optional>
 #include <sstream>
 
-#include "process_table.hpp"
-#include "sandbox.hpp"
-#include "sandbox_user.hpp"
+#include "sandbox/process_table.hpp"
+#include "sandbox/sandbox.hpp"
+#include "sandbox/sandbox_user.hpp"
 
 using namespace dtk::grade;
 

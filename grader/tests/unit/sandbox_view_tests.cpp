@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox_view.hpp"
+#include "sandbox/sandbox_view.hpp"
 
 using namespace dtk::grade;
 namespace fs = std::filesystem;

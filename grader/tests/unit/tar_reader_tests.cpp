@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tar_reader.hpp"
+#include "build/tar_reader.hpp"
 
 using namespace dtk::grade;
 

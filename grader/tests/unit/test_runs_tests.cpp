@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "records.hpp"
-#include "test_runs.hpp"
+#include "scoring/test_runs.hpp"
 
 using namespace dtk::grade;
 using Catch::Matchers::Contains;

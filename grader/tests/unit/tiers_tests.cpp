@@ -2,7 +2,7 @@
 // the reference's, and what the feedback says.
 #include <catch2/catch.hpp>
 
-#include "tiers.hpp"
+#include "scoring/tiers.hpp"
 
 using namespace dtk::grade;
 using Catch::Matchers::Contains;
