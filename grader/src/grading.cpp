@@ -10,9 +10,9 @@
 #include <map>
 #include <set>
 
-#include "build/audit.hpp"
-#include "build/compile.hpp"
-#include "build/submission.hpp"
+#include "compile/audit.hpp"
+#include "compile/compile.hpp"
+#include "compile/submission.hpp"
 #include "files.hpp"
 #include "sandbox/sandbox.hpp"
 #include "sandbox/sandbox_view.hpp"

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <ostream>
 
-#include "build/toolchain.hpp"
 #include "cli.hpp"
+#include "compile/toolchain.hpp"
 #include "manifest.hpp"
 #include "report.hpp"
 

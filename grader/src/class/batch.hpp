@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "build/toolchain.hpp"
 #include "cli.hpp"
+#include "compile/toolchain.hpp"
 #include "manifest.hpp"
 #include "report.hpp"
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "build/submission.hpp"
+#include "compile/submission.hpp"
 #include "files.hpp"
 #include "text.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <ostream>
 
-#include "build/toolchain.hpp"
+#include "compile/toolchain.hpp"
 
 namespace dtk::grade {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "build/audit.hpp"
+#include "compile/audit.hpp"
 #include "manifest.hpp"
 
 using namespace dtk::grade;

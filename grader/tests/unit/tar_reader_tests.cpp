@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "build/tar_reader.hpp"
+#include "compile/tar_reader.hpp"
 
 using namespace dtk::grade;
 

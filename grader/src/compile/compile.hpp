@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "build/submission.hpp"
-#include "build/toolchain.hpp"
+#include "compile/submission.hpp"
+#include "compile/toolchain.hpp"
 #include "limits.hpp"
 #include "sandbox/sandbox.hpp"
 

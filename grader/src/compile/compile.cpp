@@ -1,4 +1,4 @@
-#include "build/compile.hpp"
+#include "compile/compile.hpp"
 
 #include <sys/stat.h>
 

@@ -1,10 +1,10 @@
-#include "build/submission.hpp"
+#include "compile/submission.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
-#include "build/tar_reader.hpp"
+#include "compile/tar_reader.hpp"
 #include "files.hpp"
 #include "text.hpp"
 

@@ -1,4 +1,4 @@
-#include "build/audit.hpp"
+#include "compile/audit.hpp"
 
 #include <cxxabi.h>
 

@@ -1,4 +1,4 @@
-#include "build/toolchain.hpp"
+#include "compile/toolchain.hpp"
 
 #include <filesystem>
 #include <fstream>

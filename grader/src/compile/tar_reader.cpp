@@ -1,4 +1,4 @@
-#include "build/tar_reader.hpp"
+#include "compile/tar_reader.hpp"
 
 #include <zlib.h>
 
