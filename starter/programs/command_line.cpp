@@ -1,5 +1,6 @@
 #include "command_line.hpp"
 
+#include <dtk/blas_kernel.hpp>
 #include <dtk/data/idx_loader.hpp>  // DataError
 #include <dtk/freed_memory.hpp>
 #include <dtk/single_machine_mpi.hpp>
@@ -68,8 +69,14 @@ void check_writable(const std::string& path, const std::string& flag, const Comm
   if (!ok) throw UsageError(flag + " " + path + ": cannot create this file");
 }
 
+void print_blas_note() {
+  const std::string note = blas_kernel().advice();
+  if (!note.empty()) std::printf("%s\n", note.c_str());
+}
+
 int run_mpi_program(int argc, char** argv, const char* program,
                     const std::function<void(const Communicator& world)>& body) {
+  use_fastest_blas_kernel(argv);
   keep_freed_memory();
   use_single_machine_mpi();
   int threads = 0;  // data loaders may have threads of their own, which never call MPI

@@ -49,7 +49,12 @@ void write_file(const std::string& path, const std::string& what,
 // refused before it trains, not after. Nothing when path is empty.
 void check_writable(const std::string& path, const std::string& flag, const Communicator& world);
 
-// main() of an MPI program: starts MPI, runs body(world), stops MPI. Every rank sees the same
+// The one line saying that the BLAS runs kernels slower than this processor's, and what to do
+// (dtk/blas_kernel.hpp), printed under a trainer's header; nothing when it runs the fastest.
+void print_blas_note();
+
+// main() of an MPI program: the BLAS's fastest kernels chosen (dtk/blas_kernel.hpp, which may start
+// the program again), MPI started, body(world) run, MPI stopped. Every rank sees the same
 // command line and data, so every rank fails the same way and rank 0 alone prints the one line
 // "<program>: <why>"; returns the exit status: 0, 2 for a UsageError or a DataError (bad input),
 // 1 for any other error.

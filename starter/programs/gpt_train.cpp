@@ -74,10 +74,12 @@ std::string help_text() {
        << "Output:\n"
        << "  --sample N         write N characters with the trained model (default 0)\n"
        << "  --temperature X    the sample's temperature (default " << t.temperature << ")\n"
-       << "  --report FILE      losses, validation, weights_l2, tokens/s, MFU, each rank's\n"
-       << "                     memory and bytes sent, as JSON\n"
+       << "  --report FILE      losses, validation, weights_l2, tokens/s, MFU, the BLAS's\n"
+       << "                     kernels, each rank's memory and bytes sent, as JSON\n"
        << "  --trace FILE       a Chrome trace of every step: open it in https://ui.perfetto.dev\n"
-       << "  --help             show this help\n";
+       << "  --help             show this help\n"
+       << "The matrix products use the fastest OpenBLAS kernels this processor runs, unless\n"
+       << "OPENBLAS_CORETYPE names others (include/dtk/blas_kernel.hpp).\n";
   return text.str();
 }
 

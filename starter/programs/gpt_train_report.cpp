@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include <dtk/blas_kernel.hpp>
 #include <dtk/gpt/gpt.hpp>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,7 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
       "%g), seed %u\n",
       t.steps, t.batch_size, t.batch_size * m.seq_len, optimizer_name(t.optimizer), t.lr, warmup,
       t.lr / 10, t.seed);
+  print_blas_note();
   std::fflush(stdout);
 }
 
@@ -75,9 +77,9 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   model.vocab_size = corpus.vocab_size;
   std::printf(
       "\nTrained %ld steps on %.0f tokens in %.2f s: %.0f tokens/s, %.2f GFLOP/s = MFU "
-      "%.3f of the GEMM peak %.1f GFLOP/s\n",
+      "%.3f of the GEMM peak %.1f GFLOP/s (%s)\n",
       r.steps, r.tokens, r.seconds, r.tokens_per_second, r.flops_per_second / 1e9, r.mfu,
-      r.gemm_peak / 1e9);
+      r.gemm_peak / 1e9, blas_kernel().describe().c_str());
   std::printf(
       "Final loss %.4f (last training batch), validation loss %.4f; the text's bigram "
       "entropy: %.4f nats per character\n",
@@ -192,6 +194,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                        {"expert_parallel", count[3]}}},
                      {"bytes_sent_per_step", r.steps ? double(sent) / r.steps : 0.0}});
   }
+  const BlasKernel blas = blas_kernel();
   const nlohmann::json report = {
       {"model",
        {{"layers", m.layers},
@@ -231,6 +234,11 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
       {"tokens_per_second", r.tokens_per_second},
       {"flops_per_second", r.flops_per_second},
       {"gemm_peak_flops", r.gemm_peak},
+      {"blas",
+       {{"library", blas.library},
+        {"kernel", blas.kernel},
+        {"fastest", blas.fastest},
+        {"chosen_by", blas.chosen_by}}},
       {"mfu", r.mfu},
       {"history", history},
       {"validation", validation},

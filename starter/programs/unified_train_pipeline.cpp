@@ -81,6 +81,7 @@ void print_header(const Options& o, const PipelineTrainOptions& p, const Mnist& 
             << " lr " << t.lr.initial << " x " << t.lr.decay << " every " << t.lr.every
             << " steps\n"
             << std::flush;
+  print_blas_note();
 }
 
 // The bound on stashed micro-batches: GPipe stashes all m, 1F1B at most p - s on stage s.

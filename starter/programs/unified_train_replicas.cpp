@@ -56,6 +56,7 @@ void print_header(const Options& o, const dtk::Mnist& data) {
             << t.batch_size << " (" << t.batch_size / p.dp_size << " per replica), lr "
             << t.lr.initial << " x " << t.lr.decay << " every " << t.lr.every << " steps\n"
             << std::flush;
+  print_blas_note();
 }
 
 // What rank 0's layers counted during training (evaluation would add to it).

@@ -18,6 +18,10 @@
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
            empty, short or non-UTF-8 corpus, a missing `bible`, an output file that cannot be
            made; a run that diverges stops with one line and exit 1. --help exits 0.
+  blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
+           processor runs (never newer), names them beside the GEMM peak and in its report;
+           kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
+           ones would run; the weights in double are the same with both (relative 1e-12).
   learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
            sequences of 32 characters): the validation loss falls below the text's bigram
            entropy; the report, the sample and the trace hold what they should.
@@ -252,6 +256,44 @@ def cli():
         print("ok: gpt_train --help")
 
 
+# How new the instructions of OpenBLAS 0.3.21's x86-64 kernels are (src/blas_kernel.cpp's
+# instruction_level, for the kernels this test meets).
+LEVELS = {"prescott": 1, "sandybridge": 2, "haswell": 3, "zen": 3, "skylakex": 4, "cooperlake": 5}
+
+
+def blas():
+    args = TINY + ["--batch_size", "8", "--steps", "4", "--dtype", "double"]
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    chosen_path, named_path = (os.path.join(SCRATCH, name + ".json") for name in ("chosen", "named"))
+    chosen = run(1, args + ["--report", chosen_path], env=env)
+    named = run(1, args + ["--report", named_path], env=dict(env, OPENBLAS_CORETYPE="Prescott"))
+    if chosen.returncode != 0 or named.returncode != 0:
+        fail("gpt_train exited %d and %d" % (chosen.returncode, named.returncode), chosen)
+        return
+    with open(chosen_path) as f, open(named_path) as g:
+        a, b = json.load(f), json.load(g)
+    fastest = a["blas"]["fastest"]
+    checks = [
+        (a["blas"]["library"].startswith("OpenBLAS "), "the BLAS is OpenBLAS: %s" % a["blas"]),
+        ("kernels (chosen by" in chosen.stdout, "the kernels named beside the GEMM peak"),
+        (not fastest or LEVELS.get(a["blas"]["kernel"].lower()) == LEVELS.get(fastest.lower()),
+         "left to itself, it runs the processor's fastest kernels (%s): %s"
+         % (fastest, a["blas"])),
+        ("Note:" not in chosen.stdout, "no note when the kernels are the fastest"),
+        (b["blas"]["kernel"] == "Prescott" and b["blas"]["chosen_by"] == "OPENBLAS_CORETYPE",
+         "OPENBLAS_CORETYPE=Prescott is kept: %s" % b["blas"]),
+        (("Note:" in named.stdout and "unset OPENBLAS_CORETYPE" in named.stdout) ==
+         (LEVELS.get(fastest.lower(), 0) > 1), "a note with what to do when faster kernels run"),
+        (abs(a["weights_l2"] - b["weights_l2"]) <= 1e-12 * b["weights_l2"],
+         "the same weights with both kernels: weights_l2 %.17g and %.17g"
+         % (a["weights_l2"], b["weights_l2"])),
+    ]
+    for good, what in checks:
+        print("%s %s" % ("ok:" if good else "FAIL:", what))
+        if not good:
+            failures.append(what)
+
+
 def learns():
     trace = os.path.join(SCRATCH, "trace.json")
     args = ["--layers", "2", "--hidden", "64", "--heads", "4", "--seq", "32", "--batch_size", "32",
@@ -287,7 +329,7 @@ def learns():
 
 try:
     {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts, "cli": cli,
-     "learns": learns}[MODE]()
+     "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)
 sys.exit(1 if failures else 0)
