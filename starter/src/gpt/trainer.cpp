@@ -342,6 +342,222 @@ std::array<std::uint64_t, 4> bytes_sent(const GptGrid& g) {
           g.ep_comm.total_bytes_transferred()};
 }
 
+// One rank's training run: the model on its slice of the grid, the sums of its gradients, its
+// optimizer, and what it measures. train_gpt starts it, trains and validates step after step,
+// and finishes it. Not copyable: the model's communication refers to its members.
+template <class T>
+class GptRun {
+ public:
+  GptRun(const GptTrainOptions& o, const Corpus& corpus, const Communicator& world,
+         const GptParallelism<T>& parallelism, std::ostream& out)
+      : o_(o),
+        corpus_(corpus),
+        world_(world),
+        out_(out),
+        g_(make_grid(o, world)),
+        config_(with_vocabulary(o.model, corpus)),
+        model_(config_, make_layout(config_, g_, parallelism), o.seed,
+               make_communication(g_, parallelism, attention_seconds_, recorder_)),
+        positions_(rank_positions(config_.seq_len, g_, parallelism)),
+        gradient_sum_(model_.parameters(), g_),
+        flat_grads_(gradient_sum_.parameters()),
+        flat_values_(gradient_sum_.parameters()),
+        validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
+        eval_every_(o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10)),
+        global_tokens_(double(o.batch_size) * config_.seq_len) {
+    if (o.optimizer == Optimizer::Adam)
+      adam_ = std::make_unique<Adam<T>>(flat_values_.values().size());
+    report_.parameter_count = parameter_count(config_);
+    report_.bigram_entropy =
+        bigram_entropy(corpus.tokens, 0, corpus.validation_begin, corpus.vocab_size);
+    measured_.rank = world.Get_rank();
+    measured_.tp_idx = g_.tp_idx;
+    measured_.cp_idx = g_.cp_idx;
+    measured_.dp_idx = g_.dp_idx;
+    measured_.ep_idx = g_.ep_idx;
+  }
+  GptRun(const GptRun&) = delete;
+  GptRun& operator=(const GptRun&) = delete;
+
+  // Every rank starts the clock together (and the trace, with record_timeline).
+  void start() {
+    world_.Barrier();
+    const double start = MPI_Wtime();
+    if (o_.record_timeline)
+      recorder_ = std::make_unique<TimelineRecorder>(world_.Get_rank(), start);
+  }
+
+  // Step `step`: this rank's share of the global batch forward and backward, the gradients
+  // summed, the optimizer's step; its seconds, bytes and memory measured, its record kept.
+  void train_step(long step) {
+    if (recorder_) {
+      recorder_->set_step(static_cast<int>(step));
+      recorder_->set_recording(true);
+    }
+    const double begin = MPI_Wtime();
+    const std::array<std::uint64_t, 4> bytes_before = bytes_sent(g_);
+    const double attention_before = attention_seconds_,
+                 attention_cpu_before = attention_kernel_cpu_seconds();
+    const int local_batch = o_.batch_size / o_.dp;
+    const std::vector<std::size_t> windows =
+        training_windows(corpus_, config_.seq_len, o_.batch_size, o_.seed, step);
+    const GptBatch batch = make_batch(corpus_, windows, g_.dp_idx * local_batch, local_batch,
+                                      positions_, global_tokens_);
+    const GptLoss loss = forward_backward(batch, begin);
+    const double lr = learning_rate(o_.lr, step, o_.steps);
+    optimizer_step(lr);
+    report_.seconds += MPI_Wtime() - begin;
+    const std::array<std::uint64_t, 4> bytes_after = bytes_sent(g_);
+    for (int group = 0; group < 4; ++group)
+      step_bytes_[group] += bytes_after[group] - bytes_before[group];
+    measured_.attention_seconds += attention_seconds_ - attention_before;
+    measured_.attention_cpu_seconds += attention_kernel_cpu_seconds() - attention_cpu_before;
+    if (recorder_) recorder_->set_recording(false);
+    report_.history.push_back(step_record(step, loss, lr));
+    report_.tokens += global_tokens_;
+  }
+
+  // After step `step`: the validation loss when it is due, and rank 0's progress line.
+  void validate_and_show(long step) {
+    const bool validate = step % eval_every_ == 0 || step == o_.steps;
+    if (validate) {
+      report_.validation.push_back(
+          {step, validation_loss(model_, o_, corpus_, validation_, positions_, g_)});
+    }
+    const long progress_every = std::max(1L, o_.steps / 20);
+    if (world_.Get_rank() == 0 && (step % progress_every == 0 || step == o_.steps || validate)) {
+      out_ << progress(step, o_.steps, report_.history.back(), report_.tokens / report_.seconds,
+                       validate ? &report_.validation.back() : nullptr)
+           << std::endl;
+    }
+  }
+
+  // The run's figures, every rank's measurements (on rank 0), the trace and the sample.
+  GptTrainReport finish() {
+    report_.steps = o_.steps;
+    report_.final_loss = report_.history.back().loss;
+    report_.val_loss = report_.validation.back().loss;
+    report_.tokens_per_second = report_.tokens / report_.seconds;
+    report_.flops_per_second = training_flops(config_, report_.tokens) / report_.seconds;
+    report_.gemm_peak = gemm_peak_flops<T>(world_);
+    report_.mfu = report_.flops_per_second / report_.gemm_peak;
+    report_.weights_l2 = std::sqrt(weights_square_sum(model_, g_, world_));
+    measure_memory_and_bytes();
+    report_.ranks = gather_reports(measured_, world_);
+    if (recorder_) report_.timeline = gather_timeline(recorder_->events(), world_);
+    if (o_.sample_chars > 0) report_.sample = sample();
+    return report_;
+  }
+
+ private:
+  static GptConfig with_vocabulary(GptConfig config, const Corpus& corpus) {
+    config.vocab_size = corpus.vocab_size;
+    return config;
+  }
+
+  GptLoss forward_backward(const GptBatch& batch, double begin) {
+    g_.sequences = batch.batch;
+    const GptLoss loss = model_.forward(batch);
+    measured_.activations = std::max(measured_.activations, model_.activation_bytes());
+    measured_.block_activations =
+        std::max(measured_.block_activations, model_.blocks().front().activation_bytes());
+    const double forward_end = MPI_Wtime();
+    model_.zero_grad();
+    model_.backward();
+    if (recorder_) {
+      recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
+      recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
+    }
+    return loss;
+  }
+
+  // The gradients summed, then the optimizer's step: the same on every rank holding the same
+  // tensor.
+  void optimizer_step(double lr) {
+    flat_grads_.gather(&Parameter<T>::grad);
+    gradient_sum_.sum(flat_grads_.values());
+    flat_values_.gather(&Parameter<T>::value);
+    if (adam_) {
+      adam_->step(flat_values_.values(), 0, flat_grads_.values(), T(lr));
+    } else {
+      flat_values_.values() -= T(lr) * flat_grads_.values();
+    }
+    flat_values_.scatter(&Parameter<T>::value);
+  }
+
+  // The step's loss over the global batch and its experts' rows; a loss that is no longer
+  // finite (the same on every rank) stops every rank.
+  GptStepRecord step_record(long step, const GptLoss& loss, double lr) {
+    GptStepRecord record{step,
+                         sum_over(loss.cross_entropy_sum, g_.replica_comm) / global_tokens_,
+                         loss.aux_loss,
+                         lr,
+                         report_.seconds,
+                         {}};
+    for (const Block<T>& block : model_.blocks()) {
+      if (const MixtureOfExperts<T>* moe = block.mixture()) {
+        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows().begin(),
+                                  moe->expert_rows().end());
+      }
+    }
+    if (!std::isfinite(record.loss)) {
+      throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
+                               ": the training diverged; try a smaller --lr (it was " +
+                               std::to_string(lr) + ")");
+    }
+    return record;
+  }
+
+  void measure_memory_and_bytes() {
+    for (const Parameter<T>* p : gradient_sum_.parameters()) {
+      measured_.parameters += bytes_of(p->value);
+      measured_.gradients += bytes_of(p->grad);
+      if (p->sharing == Sharing::Expert) measured_.expert_parameters += bytes_of(p->value);
+    }
+    measured_.optimizer = adam_ ? adam_->state_bytes() : 0;
+    measured_.transient =
+        model_.workspace_bytes() + bytes_of(flat_grads_.values(), flat_values_.values());
+    measured_.tensor_parallel_bytes = step_bytes_[0];
+    measured_.context_parallel_bytes = step_bytes_[1];
+    measured_.data_parallel_bytes = step_bytes_[2];
+    measured_.expert_parallel_bytes = step_bytes_[3];
+  }
+
+  // Every rank samples in step (the model's communication spans its groups); rank 0's is
+  // reported. A new line, if the text has one, starts the sample where a line of the corpus
+  // starts.
+  std::string sample() {
+    const auto& alphabet = corpus_.alphabet;
+    const auto newline = std::lower_bound(alphabet.begin(), alphabet.end(), U'\n');
+    const std::int32_t first = newline != alphabet.end() && *newline == U'\n'
+                                   ? std::int32_t(newline - alphabet.begin())
+                                   : corpus_.tokens[corpus_.validation_begin];
+    g_.sequences = 1;
+    return corpus_.decode(generate(model_, {first}, o_.sample_chars,
+                                   static_cast<int>(alphabet.size()), o_.temperature, o_.seed));
+  }
+
+  const GptTrainOptions& o_;
+  const Corpus& corpus_;
+  const Communicator& world_;
+  std::ostream& out_;
+  GptGrid g_;
+  GptConfig config_;
+  double attention_seconds_ = 0;                // in the attention cores, since the start
+  std::unique_ptr<TimelineRecorder> recorder_;  // with record_timeline, once training starts
+  Gpt<T> model_;
+  std::vector<int> positions_;  // of each sequence, this rank's
+  GradientSum<T> gradient_sum_;
+  FlatView<T> flat_grads_, flat_values_;
+  std::unique_ptr<Adam<T>> adam_;
+  std::vector<std::size_t> validation_;  // the validation windows
+  long eval_every_;
+  double global_tokens_;  // of a step
+  GptTrainReport report_;
+  GptRankReport measured_;
+  std::array<std::uint64_t, 4> step_bytes_{};  // sent by the training steps, by group
+};
+
 }  // namespace
 
 template <class T>
@@ -349,154 +565,13 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
                          const GptParallelism<T>& parallelism, std::ostream& out) {
   const std::string problem = gpt_options_problem(o, world.Get_size(), corpus);
   if (!problem.empty()) throw std::invalid_argument(problem);
-  const bool root = world.Get_rank() == 0;
-  GptGrid g = make_grid(o, world);
-  GptConfig config = o.model;
-  config.vocab_size = corpus.vocab_size;
-
-  double attention_seconds = 0;                // in the attention cores, since the start
-  std::unique_ptr<TimelineRecorder> recorder;  // with record_timeline, once training starts
-  Gpt<T> model(config, make_layout(config, g, parallelism), o.seed,
-               make_communication(g, parallelism, attention_seconds, recorder));
-  const std::vector<int> positions = rank_positions(config.seq_len, g, parallelism);
-  const GradientSum<T> gradient_sum(model.parameters(), g);
-  const std::vector<Parameter<T>*>& params = gradient_sum.parameters();
-  FlatView<T> flat_grads(params), flat_values(params);
-  std::unique_ptr<Adam<T>> adam;
-  if (o.optimizer == Optimizer::Adam) adam = std::make_unique<Adam<T>>(flat_values.values().size());
-
-  GptTrainReport report;
-  report.parameter_count = parameter_count(config);
-  report.bigram_entropy =
-      bigram_entropy(corpus.tokens, 0, corpus.validation_begin, corpus.vocab_size);
-  const std::vector<std::size_t> validation =
-      validation_windows(corpus, config.seq_len, o.validation_windows);
-  const long eval_every = o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10);
-  const long progress_every = std::max(1L, o.steps / 20);
-  const int local_batch = o.batch_size / o.dp;
-  const double global_tokens = double(o.batch_size) * config.seq_len;
-
-  GptRankReport measured;
-  measured.rank = world.Get_rank();
-  measured.tp_idx = g.tp_idx;
-  measured.cp_idx = g.cp_idx;
-  measured.dp_idx = g.dp_idx;
-  measured.ep_idx = g.ep_idx;
-  std::array<std::uint64_t, 4> step_bytes{};  // sent by the training steps
-  world.Barrier();
-  const double start = MPI_Wtime();
-  if (o.record_timeline) recorder = std::make_unique<TimelineRecorder>(world.Get_rank(), start);
+  GptRun<T> run(o, corpus, world, parallelism, out);
+  run.start();
   for (long step = 1; step <= o.steps; ++step) {
-    if (recorder) {
-      recorder->set_step(static_cast<int>(step));
-      recorder->set_recording(true);
-    }
-    const double begin = MPI_Wtime();
-    const std::array<std::uint64_t, 4> bytes_before = bytes_sent(g);
-    const double attention_before = attention_seconds,
-                 attention_cpu_before = attention_kernel_cpu_seconds();
-    const std::vector<std::size_t> windows =
-        training_windows(corpus, config.seq_len, o.batch_size, o.seed, step);
-    const GptBatch batch =
-        make_batch(corpus, windows, g.dp_idx * local_batch, local_batch, positions, global_tokens);
-    g.sequences = batch.batch;
-    const GptLoss loss = model.forward(batch);
-    measured.activations = std::max(measured.activations, model.activation_bytes());
-    measured.block_activations =
-        std::max(measured.block_activations, model.blocks().front().activation_bytes());
-    const double forward_end = MPI_Wtime();
-    model.zero_grad();
-    model.backward();
-    const double backward_end = MPI_Wtime();
-    if (recorder) {
-      recorder->add(WorkKind::Forward, 0, "forward", begin, forward_end);
-      recorder->add(WorkKind::Backward, 0, "backward", forward_end, backward_end);
-    }
-    flat_grads.gather(&Parameter<T>::grad);
-    gradient_sum.sum(flat_grads.values());
-    // The optimizer's step, the same on every rank holding the same tensor.
-    const double lr = learning_rate(o.lr, step, o.steps);
-    flat_values.gather(&Parameter<T>::value);
-    if (adam) {
-      adam->step(flat_values.values(), 0, flat_grads.values(), T(lr));
-    } else {
-      flat_values.values() -= T(lr) * flat_grads.values();
-    }
-    flat_values.scatter(&Parameter<T>::value);
-    report.seconds += MPI_Wtime() - begin;
-    const std::array<std::uint64_t, 4> bytes_after = bytes_sent(g);
-    for (int group = 0; group < 4; ++group)
-      step_bytes[group] += bytes_after[group] - bytes_before[group];
-    measured.attention_seconds += attention_seconds - attention_before;
-    measured.attention_cpu_seconds += attention_kernel_cpu_seconds() - attention_cpu_before;
-    if (recorder) recorder->set_recording(false);
-
-    GptStepRecord record{
-        step,           sum_over(loss.cross_entropy_sum, g.replica_comm) / global_tokens,
-        loss.aux_loss,  lr,
-        report.seconds, {}};
-    for (const Block<T>& block : model.blocks()) {
-      if (const MixtureOfExperts<T>* moe = block.mixture()) {
-        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows().begin(),
-                                  moe->expert_rows().end());
-      }
-    }
-    if (!std::isfinite(record.loss)) {  // the same on every rank: all stop
-      throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
-                               ": the training diverged; try a smaller --lr (it was " +
-                               std::to_string(lr) + ")");
-    }
-    report.history.push_back(record);
-    report.tokens += global_tokens;
-    const bool validate = step % eval_every == 0 || step == o.steps;
-    if (validate) {
-      report.validation.push_back(
-          {step, validation_loss(model, o, corpus, validation, positions, g)});
-    }
-    if (root && (step % progress_every == 0 || step == o.steps || validate)) {
-      out << progress(step, o.steps, record, report.tokens / report.seconds,
-                      validate ? &report.validation.back() : nullptr)
-          << std::endl;
-    }
+    run.train_step(step);
+    run.validate_and_show(step);
   }
-  report.steps = o.steps;
-  report.final_loss = report.history.back().loss;
-  report.val_loss = report.validation.back().loss;
-  report.tokens_per_second = report.tokens / report.seconds;
-  report.flops_per_second = training_flops(config, report.tokens) / report.seconds;
-  report.gemm_peak = gemm_peak_flops<T>(world);
-  report.mfu = report.flops_per_second / report.gemm_peak;
-  report.weights_l2 = std::sqrt(weights_square_sum(model, g, world));
-
-  for (const Parameter<T>* p : params) {
-    measured.parameters += bytes_of(p->value);
-    measured.gradients += bytes_of(p->grad);
-    if (p->sharing == Sharing::Expert) measured.expert_parameters += bytes_of(p->value);
-  }
-  measured.optimizer = adam ? adam->state_bytes() : 0;
-  measured.transient =
-      model.workspace_bytes() + bytes_of(flat_grads.values(), flat_values.values());
-  measured.tensor_parallel_bytes = step_bytes[0];
-  measured.context_parallel_bytes = step_bytes[1];
-  measured.data_parallel_bytes = step_bytes[2];
-  measured.expert_parallel_bytes = step_bytes[3];
-  report.ranks = gather_reports(measured, world);
-  if (recorder) report.timeline = gather_timeline(recorder->events(), world);
-
-  if (o.sample_chars > 0) {
-    // Every rank samples in step (the model's communication spans its groups); rank 0's is
-    // reported. A new line, if the text has one, starts the sample where a line of the corpus
-    // starts.
-    const auto newline = std::lower_bound(corpus.alphabet.begin(), corpus.alphabet.end(), U'\n');
-    const std::int32_t first = newline != corpus.alphabet.end() && *newline == U'\n'
-                                   ? std::int32_t(newline - corpus.alphabet.begin())
-                                   : corpus.tokens[corpus.validation_begin];
-    g.sequences = 1;
-    report.sample =
-        corpus.decode(generate(model, {first}, o.sample_chars,
-                               static_cast<int>(corpus.alphabet.size()), o.temperature, o.seed));
-  }
-  return report;
+  return run.finish();
 }
 
 template GptTrainReport train_gpt<float>(const GptTrainOptions&, const Corpus&, const Communicator&,

@@ -1,6 +1,6 @@
 // Kit self-test: the GPT's attention kernels and its gradients, checked without PyTorch.
-//   - attention_block_forward equals softmax attention written out directly, causal by absolute
-//     position, also for queries and keys at scattered positions (zigzag chunks);
+//   - attention_block_forward equals the attention written as loops (attention_loops.hpp), causal
+//     by absolute position, also for queries and keys at scattered positions (zigzag chunks);
 //   - two disjoint blocks of keys, merged with the lse formula, give the block of all keys (what
 //     ring attention relies on); a row that sees no key has lse −∞ and out 0;
 //   - attention_block_backward equals finite differences, and summed over blocks of keys equals
@@ -10,6 +10,7 @@
 #include "dtk_test.hpp"
 
 #include <dtk/gpt/attention_kernels.hpp>
+#include <dtk/gpt/attention_loops.hpp>
 #include <dtk/gpt/gpt.hpp>
 
 #include <cmath>
@@ -34,42 +35,6 @@ Matrix random_matrix(std::size_t rows, std::size_t cols, std::mt19937& rng) {
 std::vector<int> range(int begin, int end) {
   std::vector<int> r;
   for (int i = begin; i < end; ++i) r.push_back(i);
-  return r;
-}
-
-// Softmax attention written out: for each sequence, head and query, the keys it sees.
-dtk::AttentionOutput<double> direct_attention(const Matrix& q, const Matrix& k, const Matrix& v,
-                                              const std::vector<int>& qp,
-                                              const std::vector<int>& kp, int batch, int heads) {
-  const std::size_t d = q.shape(1) / heads, sq = qp.size(), sk = kp.size();
-  dtk::AttentionOutput<double> r{xt::zeros<double>(q.shape()),
-                                 Matrix({q.shape(0), std::size_t(heads)}, -kInfinity)};
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      for (std::size_t i = 0; i < sq; ++i) {
-        std::vector<double> scores;
-        std::vector<std::size_t> seen;
-        for (std::size_t j = 0; j < sk; ++j) {
-          if (kp[j] > qp[i]) continue;
-          double s = 0;
-          for (std::size_t c = 0; c < d; ++c)
-            s += q(b * sq + i, h * d + c) * k(b * sk + j, h * d + c);
-          scores.push_back(s / std::sqrt(double(d)));
-          seen.push_back(j);
-        }
-        if (seen.empty()) continue;
-        double total = 0;
-        for (double s : scores) total += std::exp(s);
-        r.lse(b * sq + i, h) = std::log(total);
-        for (std::size_t n = 0; n < seen.size(); ++n) {
-          for (std::size_t c = 0; c < d; ++c) {
-            r.out(b * sq + i, h * d + c) +=
-                std::exp(scores[n]) / total * v(b * sk + seen[n], h * d + c);
-          }
-        }
-      }
-    }
-  }
   return r;
 }
 
@@ -123,7 +88,7 @@ TEST_CASE("kit | attention_block_forward: direct softmax attention, causal by po
       const Matrix q = random_matrix(batch * qp.size(), heads * d, rng);
       const Matrix k = random_matrix(batch * kp.size(), heads * d, rng);
       const Matrix v = random_matrix(batch * kp.size(), heads * d, rng);
-      const auto expected = direct_attention(q, k, v, qp, kp, batch, heads);
+      const auto expected = dtk::attention_block_forward_loops(q, k, v, qp, kp, batch, heads);
       const auto actual = dtk::attention_block_forward(q, k, v, qp, kp, batch, heads);
       const std::string name =
           std::to_string(qp.size()) + " queries, " + std::to_string(kp.size()) + " keys";

@@ -6,6 +6,42 @@
 //   → LayerNorm ln_f     → f → LM head  logits = x · W_head                      (B · S, V)
 //   → loss               mean cross-entropy of each position's next token
 //
+// Each weight (named as in the PyTorch model), what this rank holds of it (GptLayout), and the
+// Part whose functions make the split work. A data-parallel or context-parallel rank holds what
+// its tensor-parallel rank does (Part 11 splits the sequence, not the weights). Gradients are
+// summed (trainer.cpp's GradientSum) over the dp · cp ranks of the same tp_idx, a replicated
+// weight's over every rank under sequence parallelism (each saw its own positions), an
+// expert's over the replicas holding it.
+//
+//   weight                      whole    this rank holds                       Part
+//   wte.weight                  (V, h)   rows [tp_idx · V/tp, + V/tp)          10.2
+//   wpe.weight                  (S, h)   all
+//   blocks.l.ln1, ln2 (w, b)    (1, h)   all                                   10.4 (sp)
+//   blocks.l.attn.qkv (w, b)    (h, 3h)  the Q, K and V columns of its heads   10.1
+//   blocks.l.attn.proj.weight   (h, h)   the rows of its heads                 10.1
+//   blocks.l.attn.proj.bias     (1, h)   all
+//   blocks.l.mlp.fc1 (w, b)     (h, 4h)  columns [tp_idx · 4h/tp, + 4h/tp)     provided
+//   blocks.l.mlp.fc2.weight     (4h, h)  the same rows                         provided
+//   blocks.l.mlp.fc2.bias       (1, h)   all
+//   blocks.l.moe.router.weight  (h, E)   all
+//   blocks.l.moe.experts.e.*    an MLP   experts [expert_begin, expert_end)    12
+//   ln_f (w, b)                 (1, h)   all
+//   lm_head.weight              (h, V)   columns [tp_idx · V/tp, + V/tp)       10.3
+//
+// 10.1 attention_heads, qkv_columns; 10.2 vocab_parallel_embedding and its _grad; 10.3
+// vocab_parallel_cross_entropy; 10.4 sp_all_gather, sp_reduce_scatter; 12 local_experts, and
+// moe_dispatch and moe_combine, which take the rows to the experts and back.
+//
+// To add a layer: (1) its header and source in gpt/, one layer per file, its weights Parameters
+// made with whole, column_slice or row_slice (parameter.hpp) with the Sharing that says who
+// else holds them; (2) its forward and backward on (rows, width) matrices, what it keeps for
+// the backward counted in its activation_bytes() and its other buffers in workspace_bytes(),
+// any communication through GptCommunication, never MPI; (3) its weights in parameters()'s
+// fixed order and in the table above; (4) the same layer in the PyTorch oracle's model
+// (tests/kit/gpt/check_oracle.py, oracle_case.cpp), its products in training_flops and its
+// weights in parameter_count; (5) kit_gpt_train_* still training the one-rank model in every
+// layout.
+//
 // W_head (h, V) is its own matrix (untied from wte). Every communication goes through the
 // GptCommunication the model is given: with one_rank_communication() (the default) it runs on
 // one rank; Parts 10, 11 and 12 train the same model split over ranks by giving it theirs.
