@@ -5,7 +5,9 @@
 # each, their ratio (goal: dtk >= PyTorch), and each one's MFU: its model FLOPs per second
 # (Part 4's count, as gpt_train's report gives it) over the GEMM peak gpt_train measured in the
 # same run (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm on every core). Each is timed over
-# its steps after the first, which pays for first touches of memory.
+# its steps after the first, which pays for first touches of memory. The last column names the
+# OpenBLAS kernels gpt_train multiplied with (include/dtk/blas_kernel.hpp): PyTorch brings its own
+# BLAS, so kernels older than the processor's (OPENBLAS_CORETYPE) make the comparison unfair.
 #
 # The machine is shared: the load before and after is printed; run it when the load is low, and
 # more than once.
@@ -28,8 +30,8 @@ trap 'rm -rf "$scratch"' EXIT
 sizes=("small 4 256 4 128 32" "medium 6 384 6 256 16")
 
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg)   ($threads cores, $steps steps per run)"
-printf '%-8s %-26s %12s %12s %7s %9s %9s %11s\n' size model "dtk tok/s" "torch tok/s" ratio \
-  "dtk MFU" "torch MFU" "GEMM peak"
+printf '%-8s %-26s %12s %12s %7s %9s %9s %11s  %s\n' size model "dtk tok/s" "torch tok/s" ratio \
+  "dtk MFU" "torch MFU" "GEMM peak" "OpenBLAS kernels"
 for size in "${sizes[@]}"; do
   read -r name layers hidden heads seq batch <<< "$size"
   shape=(--layers "$layers" --hidden "$hidden" --heads "$heads" --seq "$seq" --batch_size "$batch")
@@ -48,9 +50,11 @@ dtk_tps = (len(history) - 1) * tokens_per_step / (history[-1]["seconds"] - histo
 flops_per_token = dtk["flops_per_second"] / dtk["tokens_per_second"]
 peak = dtk["gemm_peak_flops"]
 torch_tps = torch["tokens_per_second"]
-print("%-8s %-26s %12.0f %12.0f %6.2fx %9.3f %9.3f %8.1f GF" % (
+blas = dtk["blas"]
+print("%-8s %-26s %12.0f %12.0f %6.2fx %9.3f %9.3f %8.1f GF  %s (chosen by %s)" % (
     sys.argv[3], sys.argv[4], dtk_tps, torch_tps, dtk_tps / torch_tps,
-    dtk_tps * flops_per_token / peak, torch_tps * flops_per_token / peak, peak / 1e9))
+    dtk_tps * flops_per_token / peak, torch_tps * flops_per_token / peak, peak / 1e9,
+    blas["kernel"], blas["chosen_by"]))
 EOF
 done
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
