@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPT trained by gpt_train (one rank, float) against the same model trained by PyTorch
 # (Debian's python3-torch: bench/gpt_torch_train.py, the model of the kit's oracle test), with the
-# same shape, batch, optimizer (Adam) and threads (every core), at two sizes. Prints tokens/s of
-# each, their ratio (goal: dtk >= PyTorch), and each one's MFU: its model FLOPs per second
-# (Part 4's count, as gpt_train's report gives it) over the GEMM peak gpt_train measured in the
-# same run (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm on every core). Each is timed over
+# same shape, batch, optimizer (Adam) and threads (one, then every core: --threads of both), at
+# two sizes. Prints tokens/s of each, their ratio (goal: dtk >= PyTorch), and each one's MFU:
+# its model FLOPs per second (Part 4's count, as gpt_train's report gives it) over the GEMM peak
+# gpt_train measured in the same run (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm with the
+# run's threads). Each is timed over
 # its steps after the first, which pays for first touches of memory. The last column names the
 # OpenBLAS kernels gpt_train multiplied with (include/dtk/blas_kernel.hpp): PyTorch brings its own
 # BLAS, so kernels older than the processor's (OPENBLAS_CORETYPE) make the comparison unfair.
@@ -30,18 +31,24 @@ trap 'rm -rf "$scratch"' EXIT
 sizes=("small 4 256 4 128 32" "medium 6 384 6 256 16")
 
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg)   ($threads cores, $steps steps per run)"
-printf '%-8s %-26s %12s %12s %7s %9s %9s %11s  %s\n' size model "dtk tok/s" "torch tok/s" ratio \
-  "dtk MFU" "torch MFU" "GEMM peak" "OpenBLAS kernels"
+# One thread, and every core (the same count for both programs).
+thread_counts=(1)
+[ "$threads" -gt 1 ] && thread_counts+=("$threads")
+
+printf '%-8s %-26s %7s %12s %12s %7s %9s %9s %11s  %s\n' size model threads "dtk tok/s" \
+  "torch tok/s" ratio "dtk MFU" "torch MFU" "GEMM peak" "OpenBLAS kernels"
 for size in "${sizes[@]}"; do
   read -r name layers hidden heads seq batch <<< "$size"
   shape=(--layers "$layers" --hidden "$hidden" --heads "$heads" --seq "$seq" --batch_size "$batch")
-  "$build/gpt_train" "${shape[@]}" --steps "$steps" --eval_every "$((steps + 1))" \
-    --report "$scratch/$name.json" > "$scratch/$name.log"
-  vocab=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["vocab_size"])' "$scratch/$name.json")
-  /usr/bin/python3 "$root/bench/gpt_torch_train.py" "${shape[@]}" --vocab "$vocab" --steps "$steps" \
-    --threads "$threads" > "$scratch/$name.torch.json"
-  /usr/bin/python3 - "$scratch/$name.json" "$scratch/$name.torch.json" "$name" \
-    "$layers x $hidden, $heads heads, T $seq, B $batch" << 'EOF'
+  for t in "${thread_counts[@]}"; do
+    run=$scratch/$name.$t
+    "$build/gpt_train" "${shape[@]}" --steps "$steps" --eval_every "$((steps + 1))" \
+      --threads "$t" --report "$run.json" > "$run.log"
+    vocab=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["vocab_size"])' "$run.json")
+    /usr/bin/python3 "$root/bench/gpt_torch_train.py" "${shape[@]}" --vocab "$vocab" \
+      --steps "$steps" --threads "$t" > "$run.torch.json"
+    /usr/bin/python3 - "$run.json" "$run.torch.json" "$name" \
+      "$layers x $hidden, $heads heads, T $seq, B $batch" "$t" << 'EOF'
 import json, sys
 dtk, torch = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 history = dtk["history"]
@@ -51,11 +58,12 @@ flops_per_token = dtk["flops_per_second"] / dtk["tokens_per_second"]
 peak = dtk["gemm_peak_flops"]
 torch_tps = torch["tokens_per_second"]
 blas = dtk["blas"]
-print("%-8s %-26s %12.0f %12.0f %6.2fx %9.3f %9.3f %8.1f GF  %s (chosen by %s)" % (
-    sys.argv[3], sys.argv[4], dtk_tps, torch_tps, dtk_tps / torch_tps,
+print("%-8s %-26s %7s %12.0f %12.0f %6.2fx %9.3f %9.3f %8.1f GF  %s (chosen by %s)" % (
+    sys.argv[3], sys.argv[4], sys.argv[5], dtk_tps, torch_tps, dtk_tps / torch_tps,
     dtk_tps * flops_per_token / peak, torch_tps * flops_per_token / peak, peak / 1e9,
     blas["kernel"], blas["chosen_by"]))
 EOF
+  done
 done
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 record_figures

@@ -71,6 +71,8 @@ std::string help_text() {
        << "  --seed S           the starting weights and the batches (default " << t.seed << ")\n"
        << "  --eval_every N     steps between validation losses (default: a tenth of the "
           "steps)\n"
+       << "  --threads N        threads per rank for the matrix products and the model's loops\n"
+       << "                     (default: the machine's cores shared among its ranks)\n"
        << "Output:\n"
        << "  --sample N         write N characters with the trained model (default 0)\n"
        << "  --temperature X    the sample's temperature (default " << t.temperature << ")\n"
@@ -121,6 +123,7 @@ Options parse(int argc, char** argv) {
        [&](auto& f, auto& v) {
          o.double_precision = parse_choice<bool>(f, v, {{"float", false}, {"double", true}});
        }},
+      {"--threads", [&](auto& f, auto& v) { o.threads = positive(f, v); }},
       {"--report", [&](auto&, auto& v) { o.report_file = v; }},
       {"--trace", [&](auto&, auto& v) { o.trace_file = v; }},
       {"--sample",
@@ -160,7 +163,7 @@ void train(const Options& o, const gpt::Corpus& corpus, const Communicator& worl
 }
 
 void run(const Options& o, const Communicator& world) {
-  share_cores(world);
+  share_cores(world, o.threads);
   const gpt::Corpus corpus = gpt::load_corpus(o.corpus, o.train.model.seq_len, world);
   const std::string problem = gpt::gpt_options_problem(o.train, world.Get_size(), corpus);
   if (!problem.empty()) throw UsageError(problem);

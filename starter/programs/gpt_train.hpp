@@ -22,6 +22,7 @@ struct Options {
   gpt::GptTrainOptions train;
   std::string corpus;  // --corpus FILE; empty: the King James Bible
   bool double_precision = false;
+  int threads = 0;  // --threads: BLAS's and the model's loops' per rank; 0: the cores shared
   std::string report_file, trace_file;
   bool help = false;
 };

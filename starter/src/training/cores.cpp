@@ -36,11 +36,12 @@ void allow_every_core(int cores) {
 
 }  // namespace
 
-void share_cores(const Communicator& comm) {
+void share_cores(const Communicator& comm, int threads) {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int ranks = ranks_on_this_machine(comm);
   if (ranks == 1) allow_every_core(cores);
-  if (openblas_set_num_threads) openblas_set_num_threads(std::max(1, cores / ranks));
+  const int share = threads > 0 ? threads : std::max(1, cores / ranks);
+  if (openblas_set_num_threads) openblas_set_num_threads(share);
 }
 
 }  // namespace dtk

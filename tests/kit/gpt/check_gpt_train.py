@@ -21,7 +21,8 @@
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
-           ones would run; the weights in double are the same with both (relative 1e-12).
+           ones would run; the weights in double are the same with both, and with --threads 1
+           (relative 1e-12).
   learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
            sequences of 32 characters): the validation loss falls below the text's bigram
            entropy; the report, the sample and the trace hold what they should.
@@ -228,6 +229,7 @@ def cli():
     expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
                  "gpt_train: the layout needs tp x cp x dp = 2 x 2 x 1 = 4 ranks, but mpirun started 2")
     expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
+    expect_error(1, TINY + ["--threads", "0"], "--threads")
     expect_error(2, TINY + ["--dp", "2", "--corpus", "/nonexistent/kjv.txt"],
                  "--corpus /nonexistent/kjv.txt: cannot open this file")
     expect_error(1, ["--corpus", empty], "--corpus %s is empty" % empty)
@@ -265,13 +267,16 @@ def blas():
     args = TINY + ["--batch_size", "8", "--steps", "4", "--dtype", "double"]
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
     chosen_path, named_path = (os.path.join(SCRATCH, name + ".json") for name in ("chosen", "named"))
+    one_path = os.path.join(SCRATCH, "one_thread.json")
     chosen = run(1, args + ["--report", chosen_path], env=env)
     named = run(1, args + ["--report", named_path], env=dict(env, OPENBLAS_CORETYPE="Prescott"))
-    if chosen.returncode != 0 or named.returncode != 0:
-        fail("gpt_train exited %d and %d" % (chosen.returncode, named.returncode), chosen)
+    one = run(1, args + ["--threads", "1", "--report", one_path], env=env)
+    if chosen.returncode != 0 or named.returncode != 0 or one.returncode != 0:
+        fail("gpt_train exited %d, %d and %d" % (chosen.returncode, named.returncode,
+                                                 one.returncode), chosen)
         return
-    with open(chosen_path) as f, open(named_path) as g:
-        a, b = json.load(f), json.load(g)
+    with open(chosen_path) as f, open(named_path) as g, open(one_path) as h:
+        a, b, c = json.load(f), json.load(g), json.load(h)
     fastest = a["blas"]["fastest"]
     checks = [
         (a["blas"]["library"].startswith("OpenBLAS "), "the BLAS is OpenBLAS: %s" % a["blas"]),
@@ -287,6 +292,8 @@ def blas():
         (abs(a["weights_l2"] - b["weights_l2"]) <= 1e-12 * b["weights_l2"],
          "the same weights with both kernels: weights_l2 %.17g and %.17g"
          % (a["weights_l2"], b["weights_l2"])),
+        (abs(a["weights_l2"] - c["weights_l2"]) <= 1e-12 * c["weights_l2"],
+         "the same weights with --threads 1: weights_l2 %.17g" % c["weights_l2"]),
     ]
     for good, what in checks:
         print("%s %s" % ("ok:" if good else "FAIL:", what))

@@ -12,7 +12,8 @@
 namespace dtk {
 
 // Collective over comm. Gives each rank (cores of its machine) / (ranks of comm on it) BLAS
-// threads, at least 1, and lets a rank alone on its machine run on every core.
-void share_cores(const Communicator& comm);
+// threads, at least 1, or `threads` of them when it is given (> 0), and lets a rank alone on
+// its machine run on every core.
+void share_cores(const Communicator& comm, int threads = 0);
 
 }  // namespace dtk
