@@ -6,7 +6,7 @@
 add_test(NAME grader_batch
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/batch_test.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/selftests/batch)
-set_tests_properties(grader_batch PROPERTIES TIMEOUT 900 LABELS class-scale)
+set_tests_properties(grader_batch PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
 
 # The speed bonus of a class (assignment 2): timed after the gradings, deferred when the
 # machine is busy, timed when the batch runs again.
@@ -21,7 +21,7 @@ set_tests_properties(grader_batch_bonus PROPERTIES TIMEOUT 900 PROCESSORS 2 LABE
 add_test(NAME grader_slurm
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/slurm_test.sh ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/selftests/slurm)
-set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 PROCESSORS 2 SKIP_RETURN_CODE 77
                      LABELS class-scale)
 
 # The Gradescope autograders `make autograder.zip` writes, unpacked and run as Gradescope
@@ -29,7 +29,7 @@ set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
 add_test(NAME grader_autograder_zip
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autograder_zip.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autograder_zip)
-set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900
+set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900 PROCESSORS 2
                      SKIP_RETURN_CODE 77 LABELS class-scale)
 
 # The Autolab autograders `make autolab` writes, run as Tango runs them: the last line of
@@ -37,4 +37,4 @@ set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900
 add_test(NAME grader_autolab
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autolab_test.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autolab)
-set_tests_properties(grader_autolab PROPERTIES TIMEOUT 900 LABELS class-scale)
+set_tests_properties(grader_autolab PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)

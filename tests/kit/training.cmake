@@ -26,12 +26,14 @@ foreach(style naive megatron)
   add_test(NAME kit_training_learns_${style}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_learns.sh $<TARGET_FILE:unified_train>
                    "${flag}" ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+  set_tests_properties(kit_training_learns_${style} PROPERTIES PROCESSORS 4)
 endforeach()
 
 # Bad command lines and missing data: one clear line, non-zero exit.
 add_test(NAME kit_training_cli_errors
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_cli_errors.sh
                  $<TARGET_FILE:unified_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+set_tests_properties(kit_training_cli_errors PROPERTIES PROCESSORS 4)
 
 # The pipeline trainer (assignment 2): every layout, schedule, micro-batch count and ZeRO stage
 # trains to the weights of one rank; and what it measures (stashed micro-batches, ZeRO's memory
@@ -40,4 +42,5 @@ foreach(mode layouts measurements)
   add_test(NAME kit_pipeline_training_${mode}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_pipeline_training.py ${mode}
                    $<TARGET_FILE:unified_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+  set_tests_properties(kit_pipeline_training_${mode} PROPERTIES PROCESSORS 2)
 endforeach()
