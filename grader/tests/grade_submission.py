@@ -338,12 +338,13 @@ class SelfTest:
         ipc_before = sandbox_leftovers.ipc(*self.sandbox)
 
         stdout = self.grade(grader, submission, slot)
-        scores, all_output = self.read_results()
+        scores, all_output, lost_feedback = self.read_results()
         self.check_seeds(grader, submission, scores)
         self.check_scores()
         for pattern in self.o.expect_output:
             if not re.search(pattern, f"{all_output}\n{stdout}", re.DOTALL):
-                raise Failure(f'the feedback does not match "{pattern}"')
+                raise Failure(f'the feedback does not match "{pattern}". The feedback of the '
+                              f"tests that lost points:\n{lost_feedback}")
         if self.o.guard:
             self.check_guard()
         self.check_left_behind(files_before, ipc_before)
@@ -381,14 +382,17 @@ class SelfTest:
 
     def read_results(self):
         """Every judged test's "name=score" (a speed bonus is timed, not judged: it may differ
-        from one grading to the next), and the feedback: every test's output with the summary's."""
+        from one grading to the next), the feedback (every test's output with the summary's),
+        and the feedback of the tests that lost points, to show when a pattern is missing."""
         size = os.path.getsize(self.results)
         if size > 1000000:
             raise Failure(f"results.json is {size} bytes: captured output is not capped")
         with open(self.results) as file:
             results = json.load(file)
         all_output = "\n".join([results["output"]] + [test["output"] for test in results["tests"]])
-        return judged_scores(results), all_output
+        lost = [f"{test['name']}:\n{test['output']}" for test in results["tests"]
+                if test["score"] < test["max_score"]]
+        return judged_scores(results), all_output, "\n".join(lost) or "(none)"
 
     def check_seeds(self, grader, submission, scores):
         """The same submission under other seeds: the same score on every test."""

@@ -82,6 +82,16 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
              "\"begin\" line): the test counts as failed";
     }
   }
+  // A sandbox limit ended the launch: the verdict, whatever the ranks recorded as it ended
+  // (a watchdog firing or a rank dying in the same moment is a race the load decides).
+  if (outcome.over_limit == "memory") {
+    return "ended: the test program's processes together used more memory than the grader "
+           "allows (the manifest's total_memory_mb)";
+  }
+  if (outcome.over_limit == "disk") {
+    return "ended: the test program wrote more to disk than the grader allows (the manifest's "
+           "disk_mb)";
+  }
   for (std::size_t r = 0; r < outputs.size(); ++r) {
     const std::string rank = "rank " + std::to_string(r);
     if (outputs[r].crash_signal != 0) {
@@ -100,14 +110,6 @@ std::string unfinished_problem(const std::vector<TestOutput>& outputs, const Out
       return "did not finish within " + seconds_text(limits.test_seconds) + ": " + kHangCauses +
              "\n";
     }
-  }
-  if (outcome.over_limit == "memory") {
-    return "ended: the test program's processes together used more memory than the grader "
-           "allows (the manifest's total_memory_mb)";
-  }
-  if (outcome.over_limit == "disk") {
-    return "ended: the test program wrote more to disk than the grader allows (the manifest's "
-           "disk_mb)";
   }
   if (outcome.stopped_by_signal) {
     return "a process of the test program was stopped by a signal (SIGSTOP or SIGTSTP) and "
@@ -323,6 +325,7 @@ SettledLaunch settle_launch(const std::vector<TestCase>& tests,
       return settled;
     }
     run.problem = unfinished_problem(run.ranks, outcome, limits);
+    run.over_limit = !outcome.over_limit.empty();
     const std::optional<RetryCause> cause = retry_cause(run.ranks, outcome);
     // Only a death in a process of its own counts against a test (a Part 3 that corrupts
     // memory must not cost Part 6 its points), and only running out of time alone, with the
@@ -369,9 +372,11 @@ TestRun after_retry(TestRun again, RetryCause cause, const LaunchLimits& limits,
                                    : "the machine was probably busy.");
     return again;
   }
-  const bool hung_again =
-      cause != RetryCause::died && std::any_of(again.ranks.begin(), again.ranks.end(),
-                                               [](const TestOutput& o) { return o.timed_out; });
+  // Hung again, unless a sandbox limit ended it: that is the verdict (its watchdog may have
+  // fired in the same moment).
+  const bool hung_again = cause != RetryCause::died && !again.over_limit &&
+                          std::any_of(again.ranks.begin(), again.ranks.end(),
+                                      [](const TestOutput& o) { return o.timed_out; });
   if (hung_again) {
     again.problem = first + ", nor within " + seconds_text(retry.test_seconds) +
                     " run again alone: " + kHangCauses + "\n";

@@ -31,6 +31,7 @@ struct TestRun {
   bool finished = false;          // every rank wrote the test's end
   std::vector<TestOutput> ranks;  // what each rank wrote, by rank
   std::string problem;            // when not finished: what happened
+  bool over_limit = false;        // ended by a limit of the sandbox (the problem says which)
   // When it finished only when run again alone: why it was, one sentence for the feedback.
   std::string rerun;
 };

@@ -135,7 +135,14 @@ TEST_CASE("tampering, a sandbox limit or a stopped process is charged without a 
   const auto hung = both_ranks(finished(tests[0]) + unfinished(tests[1], "timeout 2\n"));
   Outcome memory = exited(137);
   memory.over_limit = "memory";
-  CHECK_FALSE(settle_launch(tests, hung, memory, kLimits, true).retry);
+  const SettledLaunch over_memory = settle_launch(tests, hung, memory, kLimits, true);
+  CHECK_FALSE(over_memory.retry);
+  // The sandbox's limit is the verdict, whichever rank's watchdog or crash record came first
+  // as the launch was ended: on a busy machine the watchdog can win the race.
+  CHECK_THAT(over_memory.runs.at(tests[1].id()).problem, Contains("total_memory_mb"));
+  const auto crashed = both_ranks(finished(tests[0]) + unfinished(tests[1], "crashed 15\n"));
+  CHECK_THAT(settle_launch(tests, crashed, memory, kLimits, true).runs.at(tests[1].id()).problem,
+             Contains("total_memory_mb"));
   Outcome stopped = exited(137);
   stopped.stopped_by_signal = true;
   CHECK_FALSE(settle_launch(tests, hung, stopped, kLimits, true).retry);
@@ -211,6 +218,17 @@ TEST_CASE("the feedback of a re-run says both limits, and why it passed", "[test
   CHECK_FALSE(hung.finished);
   CHECK_THAT(hung.problem, Contains("did not finish within 2 s among other tests, nor within 10 s "
                                     "run again alone: probably a deadlock"));
+  // Past its watchdog again, but ended for memory as it fired: the memory is the verdict.
+  Outcome memory = exited(137);
+  memory.over_limit = "memory";
+  const TestRun over_memory =
+      after_retry(settle_launch({tests[1]}, both_ranks(unfinished(tests[1], "timeout 10\n")),
+                                memory, kRetry, false)
+                      .runs.at(tests[1].id()),
+                  RetryCause::out_of_time, kLimits, kRetry);
+  CHECK_THAT(over_memory.problem, Contains("run again alone with 10 s, in a fresh process, it "
+                                           "failed again: ended: the test program's processes "
+                                           "together used more memory"));
   const TestRun crashed = after_retry(alone(unfinished(tests[1], "crashed 11\n")),
                                       RetryCause::out_of_time, kLimits, kRetry);
   CHECK_THAT(crashed.problem, Contains("run again alone with 10 s, in a fresh process, it failed "
