@@ -8,6 +8,7 @@
 #   tests/harness/, tests/public/   the public tests (this assignment's) and their Catch2 main
 #   handout.md, figs/               the shared sections and this assignment's, and the figures
 #                                   they show
+#   docs/measurements.md            the kit's measured times, which the handout links to
 #   cmake/, make/, scripts/ensure-deps.sh  the kit's build modules, make targets, set-up
 #   CMakeLists.txt, Makefile        the bundle's own top level, from release/ (its Makefile
 #                                   knows the assignment: `make handin.tar` packs its files)
@@ -45,8 +46,8 @@ source "$root/scripts/release-selection.sh"
 mapfile -t student_files < <(listed "$root/starter/handin/assignment$assignment.txt")
 
 # What goes in, relative to the kit's root, and where it lands in the bundle.
-shipped=(starter tests/harness tests/public handout.md figs cmake make scripts/ensure-deps.sh
-  scripts/make-gpt-figure.py scripts/figure_svg.py)
+shipped=(starter tests/harness tests/public handout.md figs docs/measurements.md cmake make
+  scripts/ensure-deps.sh scripts/make-gpt-figure.py scripts/figure_svg.py)
 for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile release/AGENTS.md; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done
@@ -64,7 +65,7 @@ release_selection "$root" "$assignment" "$manifest"
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts"
+mkdir -p "$staging/$bundle/tests" "$staging/$bundle/scripts" "$staging/$bundle/docs"
 for path in "${shipped[@]}"; do
   cp -a "$root/$path" "$staging/$bundle/$path"
 done

@@ -2,8 +2,9 @@
 # Writes docs/handouts/assignment<N>.md for every assignment of the kit: the handout its student
 # bundle ships, selected from handout.md exactly as scripts/make-release.sh selects it (the
 # shared sections and the assignment's own, less the parts its manifest disables; one code for
-# both: scripts/release-selection.sh), its figures linked from docs/handouts/. For instructors,
-# to read what each bundle's students read. Edit handout.md, then run this and commit the result.
+# both: scripts/release-selection.sh), its links to figures and docs made from docs/handouts/.
+# For instructors, to read what each bundle's students read. Edit handout.md, then run this and
+# commit the result.
 #
 # usage: scripts/render-handouts.sh [--check]
 #        --check: write nothing; fail, naming each, when a rendered handout is not what
@@ -33,7 +34,7 @@ for assignment in $("$root/scripts/list-assignments.sh" "$root"); do
   {
     echo "<!-- What assignment $assignment's student bundle ships as handout.md, written by"
     echo "     scripts/render-handouts.sh from the kit's handout.md: edit that, never this. -->"
-    select_parts "$root/handout.md" | sed 's|](figs/|](../../figs/|g'
+    select_parts "$root/handout.md" | sed 's|](figs/|](../../figs/|g; s|](docs/|](../|g'
   } > "$out/$file"
   if $check && ! cmp -s "$out/$file" "$root/docs/handouts/$file"; then
     stale+=("docs/handouts/$file")

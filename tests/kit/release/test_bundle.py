@@ -107,9 +107,11 @@ class BundleTest:
         s, bundle, root = self.s, self.bundle, self.root
         s.step("checking what the bundle holds")
         for path in ("CMakeLists.txt", "Makefile", "AGENTS.md", "handout.md", "figs", "cmake",
-                     "make", "scripts/ensure-deps.sh", "starter", "tests/harness", "tests/public"):
+                     "make", "scripts/ensure-deps.sh", "starter", "tests/harness", "tests/public",
+                     "docs/measurements.md"):
             if not os.path.exists(f"{bundle}/{path}"):
                 s.fail(f"the bundle lacks {path}")
+        self.check_handout_links()
         self.check_handout_sections()
         hidden = " ".join(found[len("./"):] for found in output(
             "find", ".", "-path", "./solutions", "-o", "-path", "./grader", "-o", "-path",
@@ -126,6 +128,15 @@ class BundleTest:
         self.check_provided_reference()
         self.check_other_assignments_left_out()
         self.check_handout_speaks_of_this_bundle()
+
+    def check_handout_links(self):
+        """Every file the bundle's handout links to (a figure, the measurements) is in the
+        bundle: a student has nothing else."""
+        links = re.findall(r"\]\(([^)#\s]+)", read(f"{self.bundle}/handout.md"))
+        missing = sorted({link for link in links if "://" not in link
+                          and not os.path.exists(f"{self.bundle}/{link}")})
+        if missing:
+            self.s.fail(f"the handout links to files the bundle lacks: {' '.join(missing)}")
 
     def check_handout_sections(self):
         """The handout as this assignment's students read it: no section cut empty by its blocks.
