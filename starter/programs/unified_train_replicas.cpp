@@ -5,6 +5,7 @@
 // layer's peak memory.
 #include <dtk/mlp/mlp.hpp>
 #include <dtk/training/cores.hpp>
+#include <dtk/training/rank_count.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -35,12 +36,10 @@ void check_layout(const Options& o, int ranks) {
     throw UsageError("--batch_size " + std::to_string(o.train.batch_size) +
                      " must be a multiple of --dp_size " + std::to_string(p.dp_size));
   }
-  if (p.mp_size * p.dp_size != ranks) {
-    throw UsageError("--mp_size " + std::to_string(p.mp_size) + " x --dp_size " +
-                     std::to_string(p.dp_size) + " = " + std::to_string(p.mp_size * p.dp_size) +
-                     " ranks, but mpirun started " + std::to_string(ranks) +
-                     ": run it with mpirun -n " + std::to_string(p.mp_size * p.dp_size));
-  }
+  const std::string problem = dtk::rank_count_problem(
+      "--mp_size " + std::to_string(p.mp_size) + " x --dp_size " + std::to_string(p.dp_size),
+      p.mp_size * p.dp_size, ranks);
+  if (!problem.empty()) throw UsageError(problem);
 }
 
 void print_header(const Options& o, const dtk::Mnist& data) {

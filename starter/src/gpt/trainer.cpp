@@ -16,6 +16,7 @@
 #include "dtk/gpt/sampling.hpp"
 #include "dtk/training/adam.hpp"
 #include "dtk/training/progress_line.hpp"
+#include "dtk/training/rank_count.hpp"
 
 namespace dtk::gpt {
 
@@ -238,13 +239,9 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--ep " + text(o.ep) + " must divide the " + text(m.experts) +
            " experts: each rank holds experts / ep of them";
   }
-  const int wanted = o.tp * o.cp * o.dp;
-  if (ranks != wanted) {
-    return "the layout needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " +
-           text(o.dp) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
-           ": run it with mpirun -n " + text(wanted);
-  }
-  return "";
+  return rank_count_problem(
+      "the layout needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " + text(o.dp),
+      o.tp * o.cp * o.dp, ranks);
 }
 
 GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {

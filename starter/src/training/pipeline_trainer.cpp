@@ -13,6 +13,7 @@
 #include "dtk/data/shard.hpp"
 #include "dtk/mlp/mlp_stage.hpp"
 #include "dtk/pipeline.hpp"
+#include "dtk/training/rank_count.hpp"
 
 namespace dtk {
 
@@ -294,13 +295,9 @@ std::string pipeline_options_problem(const PipelineTrainOptions& o, int ranks,
     return "--batch_size " + text(o.train.batch_size) + " is larger than the training set (" +
            text(train_images) + " images)";
   }
-  const int wanted = o.mp_size * o.dp_size * o.pp_size;
-  if (wanted != ranks) {
-    return "--mp_size " + text(o.mp_size) + " x --dp_size " + text(o.dp_size) + " x --pp_size " +
-           text(o.pp_size) + " = " + text(wanted) + " ranks, but mpirun started " + text(ranks) +
-           ": run it with mpirun -n " + text(wanted);
-  }
-  return "";
+  return rank_count_problem("--mp_size " + text(o.mp_size) + " x --dp_size " + text(o.dp_size) +
+                                " x --pp_size " + text(o.pp_size),
+                            o.mp_size * o.dp_size * o.pp_size, ranks);
 }
 
 PipelineTrainReport train_pipeline(const PipelineTrainOptions& o, const Mnist& data,
