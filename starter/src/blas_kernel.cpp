@@ -53,6 +53,18 @@ std::string openblas_text(const char* function) {
 }
 
 constexpr const char* kChosenByDtk = "DTK_CHOSE_OPENBLAS_CORETYPE";
+// Set in the program run again: it never runs itself a third time, whatever its environment.
+constexpr const char* kStartedAgain = "DTK_STARTED_AGAIN_FOR_OPENBLAS";
+
+// Runs this program again, by its own file's path (by /proc/self/exe itself, ps and pgrep would
+// name the process "exe"). Returns only if that failed.
+void run_again(char** argv) {
+  char path[4096];
+  const ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (length <= 0) return;
+  path[length] = '\0';
+  execv(path, argv);
+}
 
 }  // namespace
 
@@ -77,6 +89,8 @@ BlasKernel blas_kernel() {
   blas.chosen_by = asked == nullptr || *asked == '\0' ? "OpenBLAS"
                    : by_dtk                           ? "dtk"
                                                       : "OPENBLAS_CORETYPE";
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  blas.thread_timeout = timeout != nullptr ? timeout : "";
   return blas;
 }
 
@@ -103,15 +117,27 @@ std::string BlasKernel::advice() const {
 
 void use_fastest_blas_kernel(char** argv) {
   const BlasKernel blas = blas_kernel();
+  // Another BLAS (neither setting means anything to it), or already started again.
+  if (blas.library.empty() || std::getenv(kStartedAgain) != nullptr) return;
   const char* asked = std::getenv("OPENBLAS_CORETYPE");
   const std::string choice =
       kernel_to_choose(blas.kernel, blas.fastest, asked != nullptr ? asked : "");
-  if (choice.empty()) return;
-  setenv("OPENBLAS_CORETYPE", choice.c_str(), 1);
-  setenv(kChosenByDtk, choice.c_str(), 1);
-  execv("/proc/self/exe", argv);  // returns only if it failed: run on with what OpenBLAS chose
-  unsetenv("OPENBLAS_CORETYPE");
-  unsetenv(kChosenByDtk);
+  const bool set_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr;
+  if (choice.empty() && !set_timeout) return;
+  if (!choice.empty()) {
+    setenv("OPENBLAS_CORETYPE", choice.c_str(), 1);
+    setenv(kChosenByDtk, choice.c_str(), 1);
+  }
+  if (set_timeout) setenv("OPENBLAS_THREAD_TIMEOUT", kBlasThreadTimeout, 1);
+  setenv(kStartedAgain, "1", 1);
+  run_again(argv);
+  // It failed: run on with what OpenBLAS chose, in the environment as it was.
+  if (!choice.empty()) {
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv(kChosenByDtk);
+  }
+  if (set_timeout) unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  unsetenv(kStartedAgain);
 }
 
 }  // namespace dtk

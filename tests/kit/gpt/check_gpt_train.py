@@ -21,8 +21,9 @@
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
-           ones would run; the weights in double are the same with both, and with --threads 1
-           (relative 1e-12).
+           ones would run; OpenBLAS's idle threads sleep at once (OPENBLAS_THREAD_TIMEOUT 4)
+           unless the environment says otherwise; the weights in double are the same with
+           both, and with --threads 1 (relative 1e-12).
   learns   a short run on the King James Bible (a 2-block model of width 64, 250 steps of 32
            sequences of 32 characters): the validation loss falls below the text's bigram
            entropy; the report, the sample and the trace hold what they should.
@@ -265,11 +266,13 @@ LEVELS = {"prescott": 1, "sandybridge": 2, "haswell": 3, "zen": 3, "skylakex": 4
 
 def blas():
     args = TINY + ["--batch_size", "8", "--steps", "4", "--dtype", "double"]
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_THREAD_TIMEOUT")}
     chosen_path, named_path = (os.path.join(SCRATCH, name + ".json") for name in ("chosen", "named"))
     one_path = os.path.join(SCRATCH, "one_thread.json")
     chosen = run(1, args + ["--report", chosen_path], env=env)
-    named = run(1, args + ["--report", named_path], env=dict(env, OPENBLAS_CORETYPE="Prescott"))
+    named = run(1, args + ["--report", named_path],
+                env=dict(env, OPENBLAS_CORETYPE="Prescott", OPENBLAS_THREAD_TIMEOUT="20"))
     one = run(1, args + ["--threads", "1", "--report", one_path], env=env)
     if chosen.returncode != 0 or named.returncode != 0 or one.returncode != 0:
         fail("gpt_train exited %d, %d and %d" % (chosen.returncode, named.returncode,
@@ -287,6 +290,9 @@ def blas():
         ("Note:" not in chosen.stdout, "no note when the kernels are the fastest"),
         (b["blas"]["kernel"] == "Prescott" and b["blas"]["chosen_by"] == "OPENBLAS_CORETYPE",
          "OPENBLAS_CORETYPE=Prescott is kept: %s" % b["blas"]),
+        (a["blas"]["thread_timeout"] == "4", "left to itself, OpenBLAS's idle threads sleep at "
+         "once (OPENBLAS_THREAD_TIMEOUT 4): %s" % a["blas"]),
+        (b["blas"]["thread_timeout"] == "20", "OPENBLAS_THREAD_TIMEOUT=20 is kept: %s" % b["blas"]),
         (("Note:" in named.stdout and "unset OPENBLAS_CORETYPE" in named.stdout) ==
          (LEVELS.get(fastest.lower(), 0) > 1), "a note with what to do when faster kernels run"),
         (abs(a["weights_l2"] - b["weights_l2"]) <= 1e-12 * b["weights_l2"],
