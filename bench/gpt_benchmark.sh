@@ -7,8 +7,9 @@
 # gpt_train measured in the same run (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm with the
 # run's threads). Each is timed over
 # its steps after the first, which pays for first touches of memory. The last column names the
-# OpenBLAS kernels gpt_train multiplied with (include/dtk/blas_kernel.hpp): PyTorch brings its own
-# BLAS, so kernels older than the processor's (OPENBLAS_CORETYPE) make the comparison unfair.
+# OpenBLAS kernels gpt_train multiplied with (include/dtk/blas_kernel.hpp). Debian's PyTorch
+# multiplies with the same OpenBLAS: it is given the same kernels and the same spin of idle
+# threads (OPENBLAS_THREAD_TIMEOUT) as gpt_train chose, so that only the code differs.
 #
 # The machine is shared: the load before and after is printed; run it when the load is low, and
 # more than once.
@@ -44,9 +45,17 @@ for size in "${sizes[@]}"; do
     run=$scratch/$name.$t
     "$build/gpt_train" "${shape[@]}" --steps "$steps" --eval_every "$((steps + 1))" \
       --threads "$t" --report "$run.json" > "$run.log"
-    vocab=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["vocab_size"])' "$run.json")
-    /usr/bin/python3 "$root/bench/gpt_torch_train.py" "${shape[@]}" --vocab "$vocab" \
-      --steps "$steps" --threads "$t" > "$run.torch.json"
+    read -r vocab kernel timeout < <(/usr/bin/python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["model"]["vocab_size"], r["blas"]["kernel"] or "-", r["blas"]["thread_timeout"] or "-")' \
+      "$run.json")
+    # PyTorch multiplies with the same OpenBLAS: it gets the kernels and the idle threads' spin
+    # gpt_train ran with.
+    torch_env=()
+    [ "$kernel" = - ] || torch_env+=("OPENBLAS_CORETYPE=$kernel")
+    [ "$timeout" = - ] || torch_env+=("OPENBLAS_THREAD_TIMEOUT=$timeout")
+    env "${torch_env[@]}" /usr/bin/python3 "$root/bench/gpt_torch_train.py" "${shape[@]}" \
+      --vocab "$vocab" --steps "$steps" --threads "$t" > "$run.torch.json"
     /usr/bin/python3 - "$run.json" "$run.torch.json" "$name" \
       "$layers x $hidden, $heads heads, T $seq, B $batch" "$t" << 'EOF'
 import json, sys
