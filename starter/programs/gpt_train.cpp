@@ -81,7 +81,8 @@ std::string help_text() {
        << "  --trace FILE       a Chrome trace of every step: open it in https://ui.perfetto.dev\n"
        << "  --help             show this help\n"
        << "The matrix products use the fastest OpenBLAS kernels this processor runs, unless\n"
-       << "OPENBLAS_CORETYPE names others (include/dtk/blas_kernel.hpp).\n";
+       << "OPENBLAS_CORETYPE names others, and OpenBLAS's idle threads sleep at once, unless\n"
+       << "OPENBLAS_THREAD_TIMEOUT says otherwise (include/dtk/blas_kernel.hpp).\n";
   return text.str();
 }
 
