@@ -22,12 +22,12 @@ loops=(
   "3|tensor_parallel/tensor_parallel.cpp|test_tensor_parallel"
 )
 
-seconds_of() {  # runs "$@" quietly, prints its wall time in seconds
-  local start end
-  start=$(date +%s.%N)
+seconds_of() {  # runs "$@" quietly, prints its wall time in seconds, to a tenth
+  local start tenths
+  start=$(date +%s%N)
   "$@" > "$work/last.log" 2>&1 || { cat "$work/last.log" >&2; exit 1; }
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l | xargs printf '%.1f'
+  tenths=$((($(date +%s%N) - start) / 100000000))
+  printf '%d.%d' $((tenths / 10)) $((tenths % 10))
 }
 
 printf '%-10s %-38s %-22s %-20s %s\n' assignment "file edited" "rebuild (s), each edit" \
