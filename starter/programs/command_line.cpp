@@ -76,7 +76,7 @@ void print_blas_note() {
 
 int run_mpi_program(int argc, char** argv, const char* program,
                     const std::function<void(const Communicator& world)>& body) {
-  use_fastest_blas_kernel(argv);
+  start_with_openblas_settings(argv);
   keep_freed_memory();
   use_single_machine_mpi();
   int threads = 0;  // data loaders may have threads of their own, which never call MPI

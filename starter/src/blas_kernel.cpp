@@ -115,7 +115,7 @@ std::string BlasKernel::advice() const {
          "choose them.";
 }
 
-void use_fastest_blas_kernel(char** argv) {
+void start_with_openblas_settings(char** argv) {
   const BlasKernel blas = blas_kernel();
   // Another BLAS (neither setting means anything to it), or already started again.
   if (blas.library.empty() || std::getenv(kStartedAgain) != nullptr) return;

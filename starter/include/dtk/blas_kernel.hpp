@@ -4,7 +4,7 @@
 // recognises: it takes recent processors it does not know for the oldest x86-64 (a current Xeon
 // runs its "Prescott" SSE3 kernels, at a quarter of the AVX-512 ones' speed), and the variable
 // OPENBLAS_CORETYPE, read at that moment, overrides it. A program learns of it only in main,
-// after OpenBLAS has loaded: use_fastest_blas_kernel then starts the program again (the same
+// after OpenBLAS has loaded: start_with_openblas_settings then starts the program again (the same
 // process, argv and environment) with OPENBLAS_CORETYPE naming the fastest kernels the processor
 // has the instructions for. Results stay the same to rounding (in double, to about 1e-15).
 //
@@ -53,6 +53,6 @@ constexpr const char* kBlasThreadTimeout = "4";
 // First thing in main, before any thread or MPI starts: when kernel_to_choose names kernels, or
 // OPENBLAS_THREAD_TIMEOUT is unset, runs this program again with them and kBlasThreadTimeout
 // (never returns then); otherwise returns at once.
-void use_fastest_blas_kernel(char** argv);
+void start_with_openblas_settings(char** argv);
 
 }  // namespace dtk
