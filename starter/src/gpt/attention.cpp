@@ -52,36 +52,39 @@ CausalSelfAttention<T>::CausalSelfAttention(const std::string& prefix, const Gpt
 
 template <class T>
 const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
-                                                 const std::vector<int>& positions, int batch) {
-  positions_ = positions;
-  batch_ = batch;
-  input_ = &communicate(comm_.enter_forward, x, entered_);  // f
-  const Matrix<T>& in = *input_;
+                                                 const std::vector<int>& positions, int batch,
+                                                 int slot) {
+  Saved& s = saved_.fill(slot);
+  s.positions = positions;
+  s.batch = batch;
+  s.input = &communicate(comm_.enter_forward, x, s.entered);  // f
+  const Matrix<T>& in = *s.input;
   const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
   // part 0, 1, 2 = q, k, v = f(x) · (block p of W_qkv's columns) + (block p of b_qkv)
-  Matrix<T>* parts[3] = {&q_, &k_, &v_};
+  Matrix<T>* parts[3] = {&s.q, &s.k, &s.v};
   for (std::size_t p = 0; p < 3; ++p) {
     ensure_shape(*parts[p], rows, width);
     gemm<T>(false, false, rows, width, h, T(1), in.data(), h, qkv_weight.value.data() + p * width,
             3 * width, T(0), parts[p]->data(), width);
     add_bias(*parts[p], qkv_bias.value.data() + p * width);
   }
-  attention_ = comm_.attention_forward(q_, k_, v_, positions_, batch_, heads_);
-  matmul(attention_.out, proj_weight.value, partial_);
+  s.attention = comm_.attention_forward(s.q, s.k, s.v, s.positions, s.batch, heads_);
+  matmul(s.attention.out, proj_weight.value, partial_);
   y_ = communicate(comm_.exit_forward, partial_, exited_);  // g
   add_row(y_, proj_bias.value);
   return y_;
 }
 
 template <class T>
-const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy) {
+const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy, int slot) {
+  Saved& s = saved_.read(slot);
   add_column_sums(dy, proj_bias.grad);
   const Matrix<T>& partial_grad = communicate(comm_.exit_backward, dy, exited_);
-  matmul_add_at_b(attention_.out, partial_grad, proj_weight.grad);
+  matmul_add_at_b(s.attention.out, partial_grad, proj_weight.grad);
   matmul_a_bt(partial_grad, proj_weight.value, out_grad_);
-  attention_grads_ = comm_.attention_backward(q_, k_, v_, attention_.out, attention_.lse, out_grad_,
-                                              positions_, batch_, heads_);
-  const Matrix<T>& in = *input_;
+  attention_grads_ = comm_.attention_backward(s.q, s.k, s.v, s.attention.out, s.attention.lse,
+                                              out_grad_, s.positions, s.batch, heads_);
+  const Matrix<T>& in = *s.input;
   const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
   ensure_shape(input_grad_, rows, h);
   const Matrix<T>* part_grads[3] = {&attention_grads_.dq, &attention_grads_.dk,
@@ -98,23 +101,27 @@ const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy) {
             input_grad_.data(), h);
   }
   // The backward has read f(x): its buffer can take f's backward now.
-  return communicate(comm_.enter_backward, input_grad_, entered_);
+  return communicate(comm_.enter_backward, input_grad_, s.entered);
 }
 
 template <class T>
 std::size_t CausalSelfAttention<T>::activation_bytes() const {
-  // f(x) when f made it (else its owner counts it, and entered_ holds only f's backward: a
+  // f(x) when f made it (else its owner counts it, and entered holds only f's backward: a
   // workspace), q, k, v for the attention's backward, and out with lse (FlashAttention's: the
   // probabilities are computed again, not kept).
-  const std::size_t entered = comm_.enter_forward ? bytes_of(entered_) : 0;
-  return entered + bytes_of(q_, k_, v_, attention_.out, attention_.lse);
+  const bool entered = bool(comm_.enter_forward);
+  return saved_.total([entered](const Saved& s) {
+    return (entered ? bytes_of(s.entered) : 0) +
+           bytes_of(s.q, s.k, s.v, s.attention.out, s.attention.lse);
+  });
 }
 
 template <class T>
 std::size_t CausalSelfAttention<T>::workspace_bytes() const {
-  const std::size_t entered = comm_.enter_forward ? 0 : bytes_of(entered_);
-  return entered + bytes_of(partial_, exited_, y_, out_grad_, input_grad_, attention_grads_.dq,
-                            attention_grads_.dk, attention_grads_.dv);
+  const bool entered = bool(comm_.enter_forward);
+  return saved_.total([entered](const Saved& s) { return entered ? 0 : bytes_of(s.entered); }) +
+         bytes_of(partial_, exited_, y_, out_grad_, input_grad_, attention_grads_.dq,
+                  attention_grads_.dk, attention_grads_.dv);
 }
 
 template class CausalSelfAttention<float>;

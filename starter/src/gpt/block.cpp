@@ -21,23 +21,24 @@ Block<T>::Block(int index, const GptConfig& config, const GptLayout& layout,
 }
 
 template <class T>
-const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const GptBatch& batch) {
+const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const GptBatch& batch, int slot) {
   xt::noalias(after_attention_) =
-      x + attention_.forward(ln1_.forward(x), batch.positions, batch.batch);
-  const Matrix<T>& normalized = ln2_.forward(after_attention_);
-  const Matrix<T>& mlp_out = moe_ ? moe_->forward(normalized, batch.loss_tokens, batch.training)
-                                  : mlp_->forward(normalized);
+      x + attention_.forward(ln1_.forward(x, slot), batch.positions, batch.batch, slot);
+  const Matrix<T>& normalized = ln2_.forward(after_attention_, slot);
+  const Matrix<T>& mlp_out =
+      moe_ ? moe_->forward(normalized, batch.loss_tokens, batch.training, slot)
+           : mlp_->forward(normalized, slot);
   xt::noalias(y_) = after_attention_ + mlp_out;
   return y_;
 }
 
 template <class T>
-const Matrix<T>& Block<T>::backward(const Matrix<T>& dy) {
+const Matrix<T>& Block<T>::backward(const Matrix<T>& dy, int slot) {
   // Each residual connection passes its gradient on unchanged and adds its branch's.
-  const Matrix<T>& mlp_grad = moe_ ? moe_->backward(dy) : mlp_->backward(dy);
-  xt::noalias(after_attention_grad_) = dy + ln2_.backward(mlp_grad);
+  const Matrix<T>& mlp_grad = moe_ ? moe_->backward(dy, slot) : mlp_->backward(dy, slot);
+  xt::noalias(after_attention_grad_) = dy + ln2_.backward(mlp_grad, slot);
   xt::noalias(x_grad_) =
-      after_attention_grad_ + ln1_.backward(attention_.backward(after_attention_grad_));
+      after_attention_grad_ + ln1_.backward(attention_.backward(after_attention_grad_, slot), slot);
   return x_grad_;
 }
 

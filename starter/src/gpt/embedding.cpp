@@ -22,9 +22,10 @@ Embedding<T>::Embedding(const GptConfig& config, const GptLayout& layout,
 
 template <class T>
 const Matrix<T>& Embedding<T>::forward(const Tokens& tokens,
-                                       const std::vector<int>& stream_positions) {
-  tokens_ = &tokens;
-  stream_positions_ = stream_positions;
+                                       const std::vector<int>& stream_positions, int slot) {
+  Saved& s = saved_.fill(slot);
+  s.tokens = &tokens;
+  s.stream_positions = stream_positions;
   x_ = comm_.embedding_forward(tokens, token_table.value, vocab_begin_);
   const std::size_t per_sequence = stream_positions.size(), h = x_.shape(1);
   if (per_sequence == 0 || x_.shape(0) % per_sequence != 0) {
@@ -45,13 +46,14 @@ const Matrix<T>& Embedding<T>::forward(const Tokens& tokens,
 }
 
 template <class T>
-void Embedding<T>::backward(const Matrix<T>& stream_grad) {
-  const std::size_t per_sequence = stream_positions_.size(), h = stream_grad.shape(1);
+void Embedding<T>::backward(const Matrix<T>& stream_grad, int slot) {
+  const Saved& s = saved_.read(slot);
+  const std::size_t per_sequence = s.stream_positions.size(), h = stream_grad.shape(1);
   for (std::size_t row = 0; row < stream_grad.shape(0); ++row) {
-    T* wpe = position_table.grad.data() + stream_positions_[row % per_sequence] * h;
+    T* wpe = position_table.grad.data() + s.stream_positions[row % per_sequence] * h;
     for (std::size_t c = 0; c < h; ++c) wpe[c] += stream_grad(row, c);
   }
-  token_table.grad += comm_.embedding_backward(*tokens_, stream_grad, vocab_begin_, local_vocab_);
+  token_table.grad += comm_.embedding_backward(*s.tokens, stream_grad, vocab_begin_, local_vocab_);
 }
 
 template <class T>

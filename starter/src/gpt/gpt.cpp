@@ -39,7 +39,7 @@ Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed
 }
 
 template <class T>
-GptLoss Gpt<T>::forward(const GptBatch& batch) {
+GptLoss Gpt<T>::forward(const GptBatch& batch, int slot) {
   const std::size_t per_sequence = batch.positions.size();
   if (batch.batch < 1 || per_sequence == 0 || batch.tokens.size() != batch.batch * per_sequence ||
       (batch.targets.size() != 0 && batch.targets.size() != batch.tokens.size())) {
@@ -55,7 +55,8 @@ GptLoss Gpt<T>::forward(const GptBatch& batch) {
                                 std::to_string(layout_.tp_size) + ", got " +
                                 std::to_string(per_sequence) + " positions");
   }
-  batch_ = &batch;
+  Saved& s = saved_.fill(slot);
+  s.batch = &batch;
   // The positions the residual stream holds: all of them, or under sequence parallelism this
   // rank's S/tp of each sequence.
   std::vector<int> stream_positions = batch.positions;
@@ -64,39 +65,40 @@ GptLoss Gpt<T>::forward(const GptBatch& batch) {
     stream_positions.assign(batch.positions.begin() + layout_.tp_idx * share,
                             batch.positions.begin() + (layout_.tp_idx + 1) * share);
   }
-  const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions);
+  const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions, slot);
   GptLoss loss;
   for (Block<T>& block : blocks_) {
-    x = &block.forward(*x, batch);
-    loss.aux_loss += block.aux_loss();
+    x = &block.forward(*x, batch, slot);
+    loss.aux_loss += block.aux_loss(slot);
   }
-  const Matrix<T>& head_input =
-      communicate(comm_.enter_forward, final_norm_.forward(*x), head_entered_);  // f
-  const Matrix<T>& logits = lm_head_.forward(head_input);
+  s.head_input =
+      &communicate(comm_.enter_forward, final_norm_.forward(*x, slot), s.head_entered);  // f
+  lm_head_.forward(*s.head_input, logits_);
   if (batch.targets.size() != 0) {
-    loss_ = comm_.cross_entropy(logits, batch.targets, layout_.vocab_begin(config_));
-    loss.cross_entropy_sum = xt::sum(loss_.loss)();
-    loss.scored = loss_.loss.size();
+    s.loss = comm_.cross_entropy(logits_, batch.targets, layout_.vocab_begin(config_));
+    loss.cross_entropy_sum = xt::sum(s.loss.loss)();
+    loss.scored = s.loss.loss.size();
   }
   return loss;
 }
 
 template <class T>
-void Gpt<T>::backward() {
-  if (!batch_ || batch_->targets.size() == 0) {
+void Gpt<T>::backward(int slot) {
+  Saved& s = saved_.read(slot);
+  if (!s.batch || s.batch->targets.size() == 0) {
     throw std::logic_error("Gpt::backward needs a forward pass with targets first");
   }
   // cross_entropy's gradient is of the mean over its N rows; the loss is the sum over
   // loss_tokens.
-  const T scale = T(double(loss_.loss.size()) / batch_->loss_tokens);
-  xt::noalias(logits_grad_) = loss_.logits_grad * scale;
-  const Matrix<T>& head_input_grad = lm_head_.backward(logits_grad_);
+  const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
+  xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
+  lm_head_.backward(*s.head_input, logits_grad_, head_input_grad_);
   const Matrix<T>* grad = &final_norm_.backward(
-      communicate(comm_.enter_backward, head_input_grad, head_entered_));  // f's backward
+      communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's backward
   for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
-    grad = &block->backward(*grad);
+    grad = &block->backward(*grad, slot);
   }
-  embedding_.backward(*grad);
+  embedding_.backward(*grad, slot);
 }
 
 template <class T>
@@ -117,19 +119,23 @@ std::vector<Parameter<T>*> Gpt<T>::parameters() {
 
 template <class T>
 std::size_t Gpt<T>::activation_bytes() const {
-  // f(ln_f(x)) when f made it (else head_entered_ holds only f's backward: a workspace).
-  const std::size_t entered = comm_.enter_forward ? bytes_of(head_entered_) : 0;
-  std::size_t total = final_norm_.activation_bytes() + entered + bytes_of(loss_.logits_grad);
+  // f(ln_f(x)) when f made it (else head_entered holds only f's backward: a workspace).
+  const bool entered = bool(comm_.enter_forward);
+  std::size_t total = final_norm_.activation_bytes() + saved_.total([entered](const Saved& s) {
+    return (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
+  });
   for (const Block<T>& block : blocks_) total += block.activation_bytes();
   return total;
 }
 
 template <class T>
 std::size_t Gpt<T>::workspace_bytes() const {
-  std::size_t total = (comm_.enter_forward ? 0 : bytes_of(head_entered_)) +
-                      embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
-                      lm_head_.output_bytes() + lm_head_.input_grad_bytes() +
-                      bytes_of(loss_.loss, logits_grad_);
+  const bool entered = bool(comm_.enter_forward);
+  std::size_t total = saved_.total([entered](const Saved& s) {
+    return (entered ? 0 : bytes_of(s.head_entered)) + bytes_of(s.loss.loss);
+  });
+  total += embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
+           bytes_of(logits_, head_input_grad_, logits_grad_);
   for (const Block<T>& block : blocks_) total += block.workspace_bytes();
   return total;
 }

@@ -15,18 +15,19 @@ LayerNorm<T>::LayerNorm(const std::string& name, int width, double eps)
       eps_(static_cast<T>(eps)) {}
 
 template <class T>
-const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x) {
+const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x, int slot) {
   const std::size_t rows = x.shape(0), h = x.shape(1);
-  ensure_shape(normalized_, rows, h);
-  ensure_shape(y_, rows, h);
-  inv_std_.resize({rows});
+  Saved& s = saved_.fill(slot);
+  ensure_shape(s.normalized, rows, h);
+  ensure_shape(s.y, rows, h);
+  s.inv_std.resize({rows});
   const T* w = weight.value.data();
   const T* b = bias.value.data();
   parallel_for(rows, [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i) {
       const T* in = x.data() + i * h;
-      T* xhat = normalized_.data() + i * h;
-      T* out = y_.data() + i * h;
+      T* xhat = s.normalized.data() + i * h;
+      T* out = s.y.data() + i * h;
       T mean = 0;
       for (std::size_t j = 0; j < h; ++j) mean += in[j];
       mean /= T(h);
@@ -34,25 +35,26 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x) {
       for (std::size_t j = 0; j < h; ++j) variance += (in[j] - mean) * (in[j] - mean);
       variance /= T(h);
       const T inv_std = T(1) / std::sqrt(variance + eps_);
-      inv_std_(i) = inv_std;
+      s.inv_std(i) = inv_std;
       for (std::size_t j = 0; j < h; ++j) {
         xhat[j] = (in[j] - mean) * inv_std;
         out[j] = xhat[j] * w[j] + b[j];
       }
     }
   });
-  return y_;
+  return s.y;
 }
 
 template <class T>
-const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
+const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy, int slot) {
   const std::size_t rows = dy.shape(0), h = dy.shape(1);
+  const Saved& s = saved_.read(slot);
   ensure_shape(dx_, rows, h);
   const T* w = weight.value.data();
   parallel_for(rows, [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i) {
       const T* g = dy.data() + i * h;
-      const T* xhat = normalized_.data() + i * h;
+      const T* xhat = s.normalized.data() + i * h;
       T* out = dx_.data() + i * h;
       // mean(dx̂) and mean(dx̂ ⊙ x̂), with dx̂ = dy ⊙ weight
       T mean_dxhat = 0, mean_dxhat_xhat = 0;
@@ -64,7 +66,7 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
       mean_dxhat /= T(h);
       mean_dxhat_xhat /= T(h);
       for (std::size_t j = 0; j < h; ++j) {
-        out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * inv_std_(i);
+        out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * s.inv_std(i);
       }
     }
   });
@@ -73,7 +75,7 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
   T* db = bias.grad.data();
   for (std::size_t i = 0; i < rows; ++i) {
     const T* g = dy.data() + i * h;
-    const T* xhat = normalized_.data() + i * h;
+    const T* xhat = s.normalized.data() + i * h;
     for (std::size_t j = 0; j < h; ++j) {
       dw[j] += g[j] * xhat[j];
       db[j] += g[j];
@@ -84,7 +86,7 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy) {
 
 template <class T>
 std::size_t LayerNorm<T>::activation_bytes() const {
-  return bytes_of(normalized_, inv_std_, y_);
+  return saved_.total([](const Saved& s) { return bytes_of(s.normalized, s.inv_std, s.y); });
 }
 
 template <class T>

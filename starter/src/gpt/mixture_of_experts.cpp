@@ -22,20 +22,19 @@ MixtureOfExperts<T>::MixtureOfExperts(const std::string& prefix, const GptConfig
   for (int e = layout.expert_begin; e < layout.expert_end; ++e) {
     experts_.emplace_back(prefix + ".experts." + std::to_string(e), config, init);
   }
-  expert_inputs_.resize(experts_.size());
 }
 
 template <class T>
-void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training) {
+void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training, Saved& s) {
   const std::size_t rows = x.shape(0), experts = num_experts_, k = top_k_;
-  matmul(x, router.value, probs_);
-  ensure_shape(gates_, rows, k);
-  expert_ids_.resize({rows, k});
+  matmul(x, router.value, s.probs);
+  ensure_shape(s.gates, rows, k);
+  s.expert_ids.resize({rows, k});
   // [f_e as row counts..., Σ_i probs(i, e)...]: this rank's, then the whole batch's.
   std::vector<double> statistics(2 * experts, 0.0);
   std::vector<int> order(experts);
   for (std::size_t i = 0; i < rows; ++i) {
-    T* p = probs_.data() + i * experts;
+    T* p = s.probs.data() + i * experts;
     const T max = *std::max_element(p, p + experts);
     T sum = 0;
     for (std::size_t e = 0; e < experts; ++e) sum += p[e] = std::exp(p[e] - max);
@@ -47,20 +46,20 @@ void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training) {
     T chosen = 0;
     for (std::size_t c = 0; c < k; ++c) chosen += p[order[c]];
     for (std::size_t c = 0; c < k; ++c) {
-      expert_ids_(i, c) = order[c];
-      gates_(i, c) = p[order[c]] / chosen;
+      s.expert_ids(i, c) = order[c];
+      s.gates(i, c) = p[order[c]] / chosen;
       statistics[order[c]] += 1;
     }
     for (std::size_t e = 0; e < experts; ++e) statistics[experts + e] += p[e];
   }
-  aux_loss_ = 0;
+  s.aux_loss = 0;
   if (!training) return;
   if (comm_.sum_over_batch) comm_.sum_over_batch(statistics);
-  expert_rows_.assign(statistics.begin(), statistics.begin() + experts);
+  s.expert_rows.assign(statistics.begin(), statistics.begin() + experts);
   for (std::size_t e = 0; e < experts; ++e) {
-    const double share = expert_rows_[e] / (batch_tokens_ * k);        // f_e
-    const double mean_prob = statistics[experts + e] / batch_tokens_;  // P_e
-    aux_loss_ += aux_coef_ * experts * share * mean_prob;
+    const double share = s.expert_rows[e] / (s.batch_tokens * k);       // f_e
+    const double mean_prob = statistics[experts + e] / s.batch_tokens;  // P_e
+    s.aux_loss += aux_coef_ * experts * share * mean_prob;
   }
 }
 
@@ -69,17 +68,18 @@ void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training) {
 template <class T>
 void MixtureOfExperts<T>::run_experts(const Matrix<T>& rows,
                                       const std::vector<int>& rows_per_expert, bool backward,
-                                      Matrix<T>& out) {
+                                      int slot, Saved& s, Matrix<T>& out) {
   const std::size_t width = rows.shape(1);
   ensure_shape(out, rows.shape(0), width);
   std::size_t first = 0;
   for (std::size_t e = 0; e < experts_.size(); ++e) {
     const std::size_t count = rows_per_expert[e];
     // An expert keeps its input for its backward: one matrix each.
-    Matrix<T>& block = backward ? part_ : expert_inputs_[e];
+    Matrix<T>& block = backward ? part_ : s.expert_inputs[e];
     ensure_shape(block, count, width);
     std::copy_n(rows.data() + first * width, count * width, block.data());
-    const Matrix<T>& result = backward ? experts_[e].backward(block) : experts_[e].forward(block);
+    const Matrix<T>& result =
+        backward ? experts_[e].backward(block, slot) : experts_[e].forward(block, slot);
     std::copy_n(result.data(), count * width, out.data() + first * width);
     first += count;
   }
@@ -87,22 +87,24 @@ void MixtureOfExperts<T>::run_experts(const Matrix<T>& rows,
 
 template <class T>
 const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_tokens,
-                                              bool training) {
-  input_ = &x;
-  batch_tokens_ = batch_tokens;
-  route(x, training);
-  auto [rows, plan] = comm_.moe_dispatch(x, expert_ids_, num_experts_);
-  plan_ = std::move(plan);
-  run_experts(rows, plan_.tokens_per_local_expert, false, expert_out_);
+                                              bool training, int slot) {
+  Saved& s = saved_.fill(slot);
+  s.input = &x;
+  s.batch_tokens = batch_tokens;
+  s.expert_inputs.resize(experts_.size());
+  route(x, training, s);
+  auto [rows, plan] = comm_.moe_dispatch(x, s.expert_ids, num_experts_);
+  s.plan = std::move(plan);
+  run_experts(rows, s.plan.tokens_per_local_expert, false, slot, s, expert_out_);
   // The experts' outputs back, one row per (token, choice): gates of 1, (N · k, 1).
   const std::size_t n = x.shape(0), k = top_k_, width = x.shape(1);
-  choice_out_ = comm_.moe_combine(expert_out_, plan_, xt::ones<T>({n * k, std::size_t(1)}));
+  s.choice_out = comm_.moe_combine(expert_out_, s.plan, xt::ones<T>({n * k, std::size_t(1)}));
   ensure_shape(y_, n, width);
   y_.fill(T(0));
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t c = 0; c < k; ++c) {
-      const T gate = gates_(i, c);
-      const T* out = choice_out_.data() + (i * k + c) * width;
+      const T gate = s.gates(i, c);
+      const T* out = s.choice_out.data() + (i * k + c) * width;
       for (std::size_t j = 0; j < width; ++j) y_(i, j) += gate * out[j];
     }
   }
@@ -110,49 +112,50 @@ const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_t
 }
 
 template <class T>
-const Matrix<T>& MixtureOfExperts<T>::backward(const Matrix<T>& dy) {
+const Matrix<T>& MixtureOfExperts<T>::backward(const Matrix<T>& dy, int slot) {
+  Saved& s = saved_.read(slot);
   const std::size_t n = dy.shape(0), k = top_k_, width = dy.shape(1), experts = num_experts_;
   // d out(i, c) = gates[i, c] · dy[i];  d gates[i, c] = dy[i] · out(i, c)
   ensure_shape(choice_grad_, n * k, width);
   Matrix<T> gates_grad({n, k});
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t c = 0; c < k; ++c) {
-      const T* out = choice_out_.data() + (i * k + c) * width;
+      const T* out = s.choice_out.data() + (i * k + c) * width;
       T* grad = choice_grad_.data() + (i * k + c) * width;
       T dot = 0;
       for (std::size_t j = 0; j < width; ++j) {
-        grad[j] = gates_(i, c) * dy(i, j);
+        grad[j] = s.gates(i, c) * dy(i, j);
         dot += dy(i, j) * out[j];
       }
       gates_grad(i, c) = dot;
     }
   }
   // To the experts, one row per (token, choice), in the order dispatch gave the forward.
-  xt::xtensor<std::int32_t, 2> choice_ids = expert_ids_;
+  xt::xtensor<std::int32_t, 2> choice_ids = s.expert_ids;
   choice_ids.reshape({n * k, std::size_t(1)});
   expert_out_grad_ = comm_.moe_dispatch(choice_grad_, choice_ids, num_experts_).first;
-  run_experts(expert_out_grad_, plan_.tokens_per_local_expert, true, expert_in_grad_);
+  run_experts(expert_out_grad_, s.plan.tokens_per_local_expert, true, slot, s, expert_in_grad_);
   // Back to the tokens, a token's k rows summed: gates of 1, (N, k).
-  input_grad_ = comm_.moe_combine(expert_in_grad_, plan_, xt::ones<T>({n, k}));
+  input_grad_ = comm_.moe_combine(expert_in_grad_, s.plan, xt::ones<T>({n, k}));
 
   // The router: d probs from the gates (renormalised over the chosen) and from the
   // load-balancing loss (α · E · f_e / N_batch on probs(i, e)), then the softmax's backward.
   ensure_shape(router_logits_grad_, n, experts);
   std::vector<T> probs_grad(experts);
   for (std::size_t i = 0; i < n; ++i) {
-    const T* p = probs_.data() + i * experts;
+    const T* p = s.probs.data() + i * experts;
     for (std::size_t e = 0; e < experts; ++e) {
-      const double share = expert_rows_[e] / (batch_tokens_ * k);
-      probs_grad[e] = T(aux_coef_ * experts * share / batch_tokens_);
+      const double share = s.expert_rows[e] / (s.batch_tokens * k);
+      probs_grad[e] = T(aux_coef_ * experts * share / s.batch_tokens);
     }
     // gates_c = p_c / Σ: d p_c = (d gates_c − Σ_c' d gates_c' · gates_c') / Σ
     T chosen = 0, weighted = 0;
     for (std::size_t c = 0; c < k; ++c) {
-      chosen += p[expert_ids_(i, c)];
-      weighted += gates_grad(i, c) * gates_(i, c);
+      chosen += p[s.expert_ids(i, c)];
+      weighted += gates_grad(i, c) * s.gates(i, c);
     }
     for (std::size_t c = 0; c < k; ++c) {
-      probs_grad[expert_ids_(i, c)] += (gates_grad(i, c) - weighted) / chosen;
+      probs_grad[s.expert_ids(i, c)] += (gates_grad(i, c) - weighted) / chosen;
     }
     T dot = 0;
     for (std::size_t e = 0; e < experts; ++e) dot += p[e] * probs_grad[e];
@@ -160,7 +163,7 @@ const Matrix<T>& MixtureOfExperts<T>::backward(const Matrix<T>& dy) {
       router_logits_grad_(i, e) = p[e] * (probs_grad[e] - dot);
     }
   }
-  matmul_add_at_b(*input_, router_logits_grad_, router.grad);
+  matmul_add_at_b(*s.input, router_logits_grad_, router.grad);
   Matrix<T> router_input_grad;
   matmul_a_bt(router_logits_grad_, router.value, router_input_grad);
   input_grad_ += router_input_grad;
@@ -178,10 +181,12 @@ std::vector<Parameter<T>*> MixtureOfExperts<T>::parameters() {
 
 template <class T>
 std::size_t MixtureOfExperts<T>::activation_bytes() const {
-  std::size_t total = bytes_of(probs_, expert_ids_, gates_, choice_out_);
-  for (std::size_t e = 0; e < experts_.size(); ++e) {
-    total += bytes_of(expert_inputs_[e]) + experts_[e].activation_bytes();
-  }
+  std::size_t total = saved_.total([](const Saved& s) {
+    std::size_t bytes = bytes_of(s.probs, s.expert_ids, s.gates, s.choice_out);
+    for (const Matrix<T>& rows : s.expert_inputs) bytes += bytes_of(rows);
+    return bytes;
+  });
+  for (const Mlp<T>& expert : experts_) total += expert.activation_bytes();
   return total;
 }
 

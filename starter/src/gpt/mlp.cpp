@@ -103,26 +103,27 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWei
                          sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)) {}
 
 template <class T>
-const Matrix<T>& Mlp<T>::forward(const Matrix<T>& x) {
-  const Matrix<T>& in = comm_ ? communicate(comm_->enter_forward, x, entered_) : x;  // f
-  gelu(fc1_.forward(in), hidden_);
-  const Matrix<T>& partial = fc2_.forward(hidden_);
-  const Matrix<T>& summed =
-      comm_ ? communicate(comm_->exit_forward, partial, exited_) : partial;  // g
-  y_ = summed;
+const Matrix<T>& Mlp<T>::forward(const Matrix<T>& x, int slot) {
+  Saved& s = saved_.fill(slot);
+  s.input = comm_ ? &communicate(comm_->enter_forward, x, s.entered) : &x;  // f
+  fc1_.forward(*s.input, s.pre_activation);
+  gelu(s.pre_activation, s.hidden);
+  fc2_.forward(s.hidden, partial_);
+  y_ = comm_ ? communicate(comm_->exit_forward, partial_, exited_) : partial_;  // g
   add_row(y_, fc2_bias_.value);
   return y_;
 }
 
 template <class T>
-const Matrix<T>& Mlp<T>::backward(const Matrix<T>& dy) {
+const Matrix<T>& Mlp<T>::backward(const Matrix<T>& dy, int slot) {
+  Saved& s = saved_.read(slot);
   add_column_sums(dy, fc2_bias_.grad);
   const Matrix<T>& partial_grad = comm_ ? communicate(comm_->exit_backward, dy, exited_) : dy;
-  const Matrix<T>& hidden_grad = fc2_.backward(partial_grad);
-  gelu_backward(fc1_.output(), hidden_grad, hidden_grad_);
-  const Matrix<T>& in_grad = fc1_.backward(hidden_grad_);
+  fc2_.backward(s.hidden, partial_grad, hidden_grad_);
+  gelu_backward(s.pre_activation, hidden_grad_, pre_activation_grad_);
+  fc1_.backward(*s.input, pre_activation_grad_, input_grad_);
   // fc1's backward has read f(x): its buffer can take f's backward now.
-  return comm_ ? communicate(comm_->enter_backward, in_grad, entered_) : in_grad;
+  return comm_ ? communicate(comm_->enter_backward, input_grad_, s.entered) : input_grad_;
 }
 
 template <class T>
@@ -135,17 +136,19 @@ std::vector<Parameter<T>*> Mlp<T>::parameters() {
 
 template <class T>
 std::size_t Mlp<T>::activation_bytes() const {
-  // f(x) for W1's gradient when f made it (else entered_ holds only f's backward: a
+  // f(x) for W1's gradient when f made it (else entered holds only f's backward: a
   // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's.
-  const std::size_t entered = comm_ && comm_->enter_forward ? bytes_of(entered_) : 0;
-  return entered + bytes_of(hidden_) + fc1_.output_bytes();
+  const bool entered = comm_ && comm_->enter_forward;
+  return saved_.total([entered](const Saved& s) {
+    return (entered ? bytes_of(s.entered) : 0) + bytes_of(s.pre_activation, s.hidden);
+  });
 }
 
 template <class T>
 std::size_t Mlp<T>::workspace_bytes() const {
-  const std::size_t entered = comm_ && comm_->enter_forward ? 0 : bytes_of(entered_);
-  return entered + bytes_of(exited_, y_, hidden_grad_) + fc2_.output_bytes() +
-         fc1_.input_grad_bytes() + fc2_.input_grad_bytes();
+  const bool entered = comm_ && comm_->enter_forward;
+  return saved_.total([entered](const Saved& s) { return entered ? 0 : bytes_of(s.entered); }) +
+         bytes_of(partial_, exited_, y_, hidden_grad_, pre_activation_grad_, input_grad_);
 }
 
 template class Mlp<float>;

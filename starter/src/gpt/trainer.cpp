@@ -493,8 +493,8 @@ class GptRun {
                          {}};
     for (const Block<T>& block : model_.blocks()) {
       if (const MixtureOfExperts<T>* moe = block.mixture()) {
-        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows().begin(),
-                                  moe->expert_rows().end());
+        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows(0).begin(),
+                                  moe->expert_rows(0).end());
       }
     }
     if (!std::isfinite(record.loss)) {

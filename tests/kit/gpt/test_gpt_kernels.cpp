@@ -5,7 +5,9 @@
 //     ring attention relies on); a row that sees no key has lse −∞ and out 0;
 //   - attention_block_backward equals finite differences, and summed over blocks of keys equals
 //     the backward over all of them;
-//   - the whole model's gradients (dense and mixture of experts) equal finite differences.
+//   - the whole model's gradients (dense and mixture of experts) equal finite differences;
+//   - micro-batches in flight (slots.hpp): two forwards before their backwards give the gradients
+//     of each forward followed by its backward, bit for bit.
 //   ./build/tests/kit/kit_gpt_kernels
 #include "dtk_test.hpp"
 
@@ -199,7 +201,7 @@ double model_loss(dtk::gpt::Gpt<double>& model, const dtk::gpt::GptBatch& batch)
   return loss.cross_entropy_sum / batch.loss_tokens + loss.aux_loss;
 }
 
-void check_model_gradients(Checks& check, int experts, int top_k) {
+dtk::gpt::GptConfig small_config(int experts, int top_k) {
   dtk::gpt::GptConfig config;
   config.vocab_size = 64;
   config.seq_len = 6;
@@ -209,6 +211,11 @@ void check_model_gradients(Checks& check, int experts, int top_k) {
   config.experts = experts;
   config.top_k = top_k;
   config.aux_loss_coef = 0.1;
+  return config;
+}
+
+void check_model_gradients(Checks& check, int experts, int top_k) {
+  const dtk::gpt::GptConfig config = small_config(experts, top_k);
   dtk::gpt::Gpt<double> model(config, dtk::gpt::one_rank_layout(config), 7);
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0.0, 0.5);
@@ -250,5 +257,52 @@ TEST_CASE("kit | Gpt<double>: every parameter's gradient equals finite differenc
   dtk::testing::on_every_rank(1, [](Checks& check) {
     check_model_gradients(check, 0, 1);
     check_model_gradients(check, 4, 2);
+  });
+}
+
+namespace {
+
+// Two micro-batches of two sequences each (of 5 positions of the small model's 6).
+dtk::gpt::GptBatch micro_batch(int which) {
+  dtk::gpt::GptBatch batch;
+  batch.batch = 2;
+  batch.positions = range(0, 5);
+  batch.tokens = which == 0 ? dtk::gpt::Tokens{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}
+                            : dtk::gpt::Tokens{2, 7, 1, 8, 2, 8, 1, 8, 2, 8};
+  batch.targets = which == 0 ? dtk::gpt::Tokens{1, 4, 1, 5, 9, 2, 6, 5, 3, 5}
+                             : dtk::gpt::Tokens{7, 1, 8, 2, 8, 1, 8, 2, 8, 4};
+  batch.loss_tokens = 20;
+  return batch;
+}
+
+// Every parameter's gradient after running `order`: (slot, micro-batch) forwards (F) and
+// backwards (B), the gradients zeroed first.
+std::vector<double> gradients_after(const dtk::gpt::GptConfig& config, const std::string& order) {
+  dtk::gpt::Gpt<double> model(config, dtk::gpt::one_rank_layout(config), 7);
+  const dtk::gpt::GptBatch batches[2] = {micro_batch(0), micro_batch(1)};
+  model.zero_grad();
+  for (std::size_t i = 0; i + 1 < order.size(); i += 2) {
+    const int mb = order[i + 1] - '0';
+    if (order[i] == 'F') model.forward(batches[mb], /*slot=*/mb);
+    if (order[i] == 'B') model.backward(/*slot=*/mb);
+  }
+  std::vector<double> all;
+  for (auto* p : model.parameters()) all.insert(all.end(), p->grad.begin(), p->grad.end());
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("kit | Gpt<double>: micro-batches in flight keep their own activations", "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    for (const int experts : {0, 4}) {
+      const dtk::gpt::GptConfig config = small_config(experts, experts ? 2 : 1);
+      const std::vector<double> one_at_a_time = gradients_after(config, "F0B0F1B1");
+      const std::vector<double> in_flight = gradients_after(config, "F0F1B0B1");
+      check.that(one_at_a_time == in_flight,
+                 std::string(experts ? "mixture of experts" : "dense") +
+                     ": the gradients of F0 F1 B0 B1 (two micro-batches in flight, slots 0 and "
+                     "1) differ from those of F0 B0 F1 B1");
+    }
   });
 }

@@ -23,6 +23,7 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/parameter.hpp"
+#include "dtk/gpt/slots.hpp"
 
 namespace dtk::gpt {
 
@@ -35,10 +36,12 @@ class CausalSelfAttention {
                       const InitialWeights& init, const GptCommunication<T>& comm);
 
   // x (rows of the residual stream, h) → y (same). positions: the S positions of each of the
-  // `batch` sequences that f(x) holds (rows b · S + s).
-  const Matrix<T>& forward(const Matrix<T>& x, const std::vector<int>& positions, int batch);
+  // `batch` sequences that f(x) holds (rows b · S + s). Keeps what backward needs in slot
+  // `slot` (slots.hpp), and a reference to x when f is empty: x must stay unchanged until then.
+  const Matrix<T>& forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
+                           int slot);
   // dy (rows of the residual stream, h) → dx (same); adds to the four parameters' gradients.
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
   std::vector<Parameter<T>*> parameters() {
     return {&qkv_weight, &qkv_bias, &proj_weight, &proj_bias};
@@ -53,14 +56,17 @@ class CausalSelfAttention {
 
  private:
   const GptCommunication<T>& comm_;
-  int heads_;                         // this rank's
-  std::size_t local_width_;           // h/tp: columns of q, k, v and out
-  const Matrix<T>* input_ = nullptr;  // f(x): x itself or entered_
-  std::vector<int> positions_;
-  int batch_ = 0;
-  Matrix<T> entered_;
-  Matrix<T> q_, k_, v_;             // (N, h/tp)
-  AttentionOutput<T> attention_;    // out (N, h/tp), lse (N, heads/tp)
+  int heads_;                // this rank's
+  std::size_t local_width_;  // h/tp: columns of q, k, v and out
+  struct Saved {
+    std::vector<int> positions;
+    int batch = 0;
+    const Matrix<T>* input = nullptr;  // f(x): x itself or entered
+    Matrix<T> entered;                 // f(x) when f communicates; in backward, f's backward
+    Matrix<T> q, k, v;                 // (N, h/tp)
+    AttentionOutput<T> attention;      // out (N, h/tp), lse (N, heads/tp)
+  };
+  Slots<Saved> saved_;
   Matrix<T> partial_, exited_, y_;  // out · W_proj, g(·), + b_proj
   Matrix<T> out_grad_, input_grad_;
   AttentionGrads<T> attention_grads_;

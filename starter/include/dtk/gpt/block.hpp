@@ -25,12 +25,13 @@ class Block {
   Block(int index, const GptConfig& config, const GptLayout& layout, const InitialWeights& init,
         const GptCommunication<T>& comm);
 
-  // x: the residual stream of `batch`'s sequences.
-  const Matrix<T>& forward(const Matrix<T>& x, const GptBatch& batch);
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  // x: the residual stream of `batch`'s sequences. The layers keep what backward needs in slot
+  // `slot` (slots.hpp); `batch` must stay unchanged until the slot's backward.
+  const Matrix<T>& forward(const Matrix<T>& x, const GptBatch& batch, int slot);
+  const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
-  // The load-balancing loss of the last forward; 0 without experts.
-  double aux_loss() const { return moe_ ? moe_->aux_loss() : 0.0; }
+  // The load-balancing loss of slot's last forward; 0 without experts.
+  double aux_loss(int slot) const { return moe_ ? moe_->aux_loss(slot) : 0.0; }
   const MixtureOfExperts<T>* mixture() const { return moe_ ? &*moe_ : nullptr; }
 
   std::vector<Parameter<T>*> parameters();

@@ -14,6 +14,7 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/parameter.hpp"
+#include "dtk/gpt/slots.hpp"
 
 namespace dtk::gpt {
 
@@ -26,10 +27,13 @@ class Embedding {
 
   // tokens: all B · S tokens of this rank's sequences; stream_positions: the positions of each
   // sequence that the residual stream holds (all S of them, or this rank's S/tp under sequence
-  // parallelism). Returns the residual stream, (B · stream_positions.size(), h).
-  const Matrix<T>& forward(const Tokens& tokens, const std::vector<int>& stream_positions);
+  // parallelism). Returns the residual stream, (B · stream_positions.size(), h). Keeps the
+  // positions and a reference to `tokens` in slot `slot` (slots.hpp): the tokens must stay
+  // unchanged until the slot's backward.
+  const Matrix<T>& forward(const Tokens& tokens, const std::vector<int>& stream_positions,
+                           int slot);
   // stream_grad: d loss / d the residual stream; adds to both tables' gradients.
-  void backward(const Matrix<T>& stream_grad);
+  void backward(const Matrix<T>& stream_grad, int slot);
 
   std::vector<Parameter<T>*> parameters() { return {&token_table, &position_table}; }
   std::size_t workspace_bytes() const;
@@ -40,8 +44,11 @@ class Embedding {
  private:
   const GptCommunication<T>& comm_;
   int vocab_begin_, local_vocab_;
-  const Tokens* tokens_ = nullptr;
-  std::vector<int> stream_positions_;
+  struct Saved {
+    const Tokens* tokens = nullptr;
+    std::vector<int> stream_positions;
+  };
+  Slots<Saved> saved_;
   Matrix<T> x_;
 };
 

@@ -35,7 +35,8 @@
 // To add a layer: (1) its header and source in gpt/, one layer per file, its weights Parameters
 // made with whole, column_slice or row_slice (parameter.hpp) with the Sharing that says who
 // else holds them; (2) its forward and backward on (rows, width) matrices, what it keeps for
-// the backward counted in its activation_bytes() and its other buffers in workspace_bytes(),
+// the backward in a Saved struct per micro-batch slot (slots.hpp), counted in its
+// activation_bytes(), and its other buffers in workspace_bytes(),
 // any communication through GptCommunication, never MPI; (3) its weights in parameters()'s
 // fixed order and in the table above; (4) the same layer in the PyTorch oracle's model
 // (tests/kit/gpt/check_oracle.py, oracle_case.cpp), its products in training_flops and its
@@ -81,16 +82,17 @@ class Gpt {
   Gpt(const Gpt&) = delete;  // its layers refer to its communication
   Gpt& operator=(const Gpt&) = delete;
 
-  // The forward pass; with targets, the loss. Keeps what backward needs, `batch` included: it
-  // must stay unchanged until backward().
-  GptLoss forward(const GptBatch& batch);
-  // Adds d loss / d parameter to every parameter's grad (after a forward with targets), where
-  // loss = Σ cross-entropy / batch.loss_tokens + the load-balancing losses.
-  void backward();
+  // The forward pass; with targets, the loss. Keeps what backward needs in slot `slot`
+  // (slots.hpp: one per micro-batch in flight), `batch` included: it must stay unchanged until
+  // the slot's backward.
+  GptLoss forward(const GptBatch& batch, int slot = 0);
+  // Adds d loss / d parameter to every parameter's grad (after slot's forward, with targets),
+  // where loss = Σ cross-entropy / batch.loss_tokens + the load-balancing losses.
+  void backward(int slot = 0);
   void zero_grad();
 
   // Logits of the last forward: this rank's vocabulary columns (N, V/tp).
-  const Matrix<T>& logits() const { return lm_head_.output(); }
+  const Matrix<T>& logits() const { return logits_; }
   const GptCommunication<T>& communication() const { return comm_; }
   const GptConfig& config() const { return config_; }
   const GptLayout& layout() const { return layout_; }
@@ -99,7 +101,8 @@ class Gpt {
   // Every parameter this rank holds, named as in the PyTorch model's state dict, in a fixed
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
   std::vector<Parameter<T>*> parameters();
-  // Bytes kept between the forward and the backward pass (at their peak, right after forward).
+  // Bytes kept between the forward and the backward pass, every slot's (at their peak, right
+  // after the forwards).
   std::size_t activation_bytes() const;
   // Bytes of the layers' other buffers: outputs passed on, gradients of inputs, scratch.
   std::size_t workspace_bytes() const;
@@ -113,10 +116,14 @@ class Gpt {
   LayerNorm<T> final_norm_;
   Linear<T> lm_head_;
 
-  const GptBatch* batch_ = nullptr;
-  Matrix<T> head_entered_;  // f(ln_f(x)) when f communicates
-  VocabParallelLoss<T> loss_;
-  Matrix<T> logits_grad_;
+  struct Saved {
+    const GptBatch* batch = nullptr;
+    const Matrix<T>* head_input = nullptr;  // f(ln_f(x)): ln_f's output or head_entered
+    Matrix<T> head_entered;                 // f(ln_f(x)) when f communicates
+    VocabParallelLoss<T> loss;              // its logits_grad, of the mean over the rows
+  };
+  Slots<Saved> saved_;
+  Matrix<T> logits_, logits_grad_, head_input_grad_;
 };
 
 // Model FLOPs of one training step on `tokens` tokens (of sequences of seq_len), by Part 4's

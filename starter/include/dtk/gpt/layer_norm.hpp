@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dtk/gpt/parameter.hpp"
+#include "dtk/gpt/slots.hpp"
 
 namespace dtk::gpt {
 
@@ -20,26 +21,30 @@ class LayerNorm {
   // weight starts at 1, bias at 0 (PyTorch's nn.LayerNorm).
   LayerNorm(const std::string& name, int width, double eps);
 
-  // x (N, h) → y (N, h). Keeps x̂ and 1 / √(var + eps) of each row for backward.
-  const Matrix<T>& forward(const Matrix<T>& x);
+  // x (N, h) → y (N, h). Keeps x̂, 1 / √(var + eps) of each row and y in slot `slot` (slots.hpp)
+  // for backward: y because the product after it reads it again.
+  const Matrix<T>& forward(const Matrix<T>& x, int slot);
 
   // dy (N, h) → dx (N, h); adds to weight.grad (Σ_rows dy ⊙ x̂) and bias.grad (Σ_rows dy):
   //   dx̂ = dy ⊙ weight,   dx = (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂)) / √(var + eps)
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
   std::vector<Parameter<T>*> parameters() { return {&weight, &bias}; }
-  // Activations: what a backward pass reads, x̂ and 1 / √(var + eps) for its own, y for the
-  // product after it. Workspace: dx.
+  // Activations: what the slots keep for a backward pass, every slot's. Workspace: dx.
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 
   Parameter<T> weight, bias;
 
  private:
+  struct Saved {
+    Matrix<T> normalized;  // x̂ (N, h)
+    Vector<T> inv_std;     // (N)
+    Matrix<T> y;           // (N, h)
+  };
   T eps_;
-  Matrix<T> normalized_;  // x̂ (N, h)
-  Vector<T> inv_std_;     // (N)
-  Matrix<T> y_, dx_;
+  Slots<Saved> saved_;
+  Matrix<T> dx_;
 };
 
 }  // namespace dtk::gpt

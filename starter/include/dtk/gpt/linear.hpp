@@ -18,25 +18,18 @@ class Linear {
   explicit Linear(Parameter<T> weight);            // y = x · W
   Linear(Parameter<T> weight, Parameter<T> bias);  // y = x · W + b
 
-  // x (N, in) → y (N, out). Keeps a reference to x, which must stay unchanged until backward.
-  const Matrix<T>& forward(const Matrix<T>& x);
+  // x (N, in) → y (N, out), into `y`. Keeps nothing: the enclosing layer keeps x (its input) and
+  // y where its backward can read them, one per micro-batch in flight (slots.hpp).
+  void forward(const Matrix<T>& x, Matrix<T>& y) const;
 
-  // dy (N, out) → dx = dy · Wᵀ (N, in); adds xᵀ · dy to W's gradient and Σ_rows dy to b's.
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  // x: the forward's input; dy (N, out) → dx = dy · Wᵀ (N, in), into `dx`; adds xᵀ · dy to W's
+  // gradient and Σ_rows dy to b's.
+  void backward(const Matrix<T>& x, const Matrix<T>& dy, Matrix<T>& dx);
 
-  const Matrix<T>& output() const { return y_; }  // y of the last forward
   std::vector<Parameter<T>*> parameters();
-  // Its buffers: y, and dx. Which of them count as activations (read by a backward pass) is the
-  // enclosing layer's to say; x belongs to the layer that made it.
-  std::size_t output_bytes() const;
-  std::size_t input_grad_bytes() const;
 
   Parameter<T> weight;
   Parameter<T> bias;  // empty (0, 0) without a bias
-
- private:
-  const Matrix<T>* input_ = nullptr;
-  Matrix<T> y_, dx_;
 };
 
 }  // namespace dtk::gpt

@@ -30,6 +30,7 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/mlp.hpp"
+#include "dtk/gpt/slots.hpp"
 
 namespace dtk::gpt {
 
@@ -43,14 +44,16 @@ class MixtureOfExperts {
 
   // x (N, h) → y (N, h). batch_tokens: the tokens of the global batch (the mean of P_e and the
   // share f_e are over them). Without `training`, no load-balancing loss (aux_loss() 0).
-  const Matrix<T>& forward(const Matrix<T>& x, double batch_tokens, bool training);
+  // Keeps what backward needs in slot `slot` (slots.hpp), and a reference to x, which must stay
+  // unchanged until the slot's backward.
+  const Matrix<T>& forward(const Matrix<T>& x, double batch_tokens, bool training, int slot);
   // dy (N, h) → dx (N, h), including the load-balancing loss's gradient.
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
-  // The load-balancing loss of the last forward (the same on every rank).
-  double aux_loss() const { return aux_loss_; }
-  // How many of the batch's (token, choice) rows each expert got in the last forward.
-  const std::vector<double>& expert_rows() const { return expert_rows_; }
+  // The load-balancing loss of slot's last forward (the same on every rank).
+  double aux_loss(int slot) const { return saved_.read(slot).aux_loss; }
+  // How many of the batch's (token, choice) rows each expert got in slot's last forward.
+  const std::vector<double>& expert_rows(int slot) const { return saved_.read(slot).expert_rows; }
 
   std::vector<Parameter<T>*> parameters();
   std::size_t activation_bytes() const;
@@ -59,26 +62,29 @@ class MixtureOfExperts {
   Parameter<T> router;  // (h, E), the same on every rank
 
  private:
-  void route(const Matrix<T>& x, bool training);
+  struct Saved {
+    const Matrix<T>* input = nullptr;
+    double batch_tokens = 1;
+    Matrix<T> probs;                          // (N, E)
+    xt::xtensor<std::int32_t, 2> expert_ids;  // (N, k)
+    Matrix<T> gates;                          // (N, k)
+    std::vector<double> expert_rows;          // (E) over the batch: f_e · N_batch · k
+    double aux_loss = 0;
+    DispatchPlan plan;
+    std::vector<Matrix<T>> expert_inputs;  // each of this rank's experts' rows
+    Matrix<T> choice_out;                  // (N · k, h): expert output of each (token, choice)
+  };
+  void route(const Matrix<T>& x, bool training, Saved& s);
   void run_experts(const Matrix<T>& rows, const std::vector<int>& rows_per_expert, bool backward,
-                   Matrix<T>& out);
+                   int slot, Saved& s, Matrix<T>& out);
 
   const GptCommunication<T>& comm_;
   int num_experts_, top_k_;
   double aux_coef_;
   std::vector<Mlp<T>> experts_;  // this rank's, [expert_begin, expert_end)
 
-  const Matrix<T>* input_ = nullptr;
-  double batch_tokens_ = 1;
-  Matrix<T> probs_;                          // (N, E)
-  xt::xtensor<std::int32_t, 2> expert_ids_;  // (N, k)
-  Matrix<T> gates_;                          // (N, k)
-  std::vector<double> expert_rows_;          // (E) over the batch: f_e · N_batch · k
-  double aux_loss_ = 0;
-  DispatchPlan plan_;
-  std::vector<Matrix<T>> expert_inputs_;  // each of this rank's experts' rows, kept for backward
-  Matrix<T> expert_out_;                  // their outputs, grouped by expert
-  Matrix<T> choice_out_;                  // (N · k, h): expert output of each (token, choice)
+  Slots<Saved> saved_;
+  Matrix<T> expert_out_;  // the experts' outputs, grouped by expert
   Matrix<T> y_;
   Matrix<T> choice_grad_, expert_out_grad_, expert_in_grad_, router_logits_grad_, input_grad_;
   Matrix<T> part_;  // one expert's output gradients

@@ -16,6 +16,7 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/linear.hpp"
+#include "dtk/gpt/slots.hpp"
 
 namespace dtk::gpt {
 
@@ -30,9 +31,11 @@ class Mlp {
   Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init);
 
   // x (N, h) → y (N, h): the block's residual stream rows, or the rows an expert processes.
-  const Matrix<T>& forward(const Matrix<T>& x);
+  // Keeps what backward needs in slot `slot` (slots.hpp), and a reference to x when f is
+  // empty: x must stay unchanged until the slot's backward.
+  const Matrix<T>& forward(const Matrix<T>& x, int slot);
   // dy (N, h) → dx (N, h); adds to the gradients of W1, b1, W2, b2.
-  const Matrix<T>& backward(const Matrix<T>& dy);
+  const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
   std::vector<Parameter<T>*> parameters();
   std::size_t activation_bytes() const;
@@ -42,12 +45,18 @@ class Mlp {
   Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
       const std::vector<int>& hidden_columns, Sharing sharing, const GptCommunication<T>* comm);
 
+  struct Saved {
+    const Matrix<T>* input = nullptr;  // f(x): x itself or entered
+    Matrix<T> entered;                 // f(x) when f communicates; in backward, f's backward
+    Matrix<T> pre_activation;          // x · W1 + b1, (N, 4h/tp), for GELU's backward
+    Matrix<T> hidden;                  // GELU(·), for W2's gradient
+  };
   const GptCommunication<T>* comm_;  // f and g; nullptr for an expert
   Linear<T> fc1_, fc2_;              // fc2 without its bias: b2 comes after g
   Parameter<T> fc2_bias_;
-  Matrix<T> entered_, exited_;  // f(x), g(·) when they communicate
-  Matrix<T> hidden_;            // GELU(x · W1 + b1), (N, 4h/tp)
-  Matrix<T> y_, hidden_grad_;
+  Slots<Saved> saved_;
+  Matrix<T> partial_, exited_, y_;  // · W2, g(·) when it communicates, + b2
+  Matrix<T> hidden_grad_, pre_activation_grad_, input_grad_;
 };
 
 }  // namespace dtk::gpt
