@@ -33,6 +33,7 @@ GptLayout one_rank_layout(const GptConfig& config) {
   GptLayout layout;
   layout.qkv_columns = index_range(0, 3 * config.hidden);
   layout.expert_end = config.experts;
+  layout.piece_end = config.layers + 2;
   return layout;
 }
 
@@ -65,6 +66,11 @@ std::string layout_problem(const GptConfig& c, const GptLayout& l) {
   if (l.expert_begin < 0 || l.expert_begin > l.expert_end || l.expert_end > c.experts) {
     return "experts [" + text(l.expert_begin) + ", " + text(l.expert_end) + ") are not among the " +
            text(c.experts);
+  }
+  if (l.piece_begin < 0 || l.piece_begin >= l.piece_end || l.piece_end > c.layers + 2) {
+    return "pieces [" + text(l.piece_begin) + ", " + text(l.piece_end) +
+           ") are not a non-empty range of the model's " + text(c.layers + 2) +
+           " (the embedding, the blocks, the head)";
   }
   return "";
 }

@@ -24,22 +24,40 @@ const GptConfig& checked(const GptConfig& config, const GptLayout& layout) {
 template <class T>
 Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed,
             GptCommunication<T> comm)
-    : config_(checked(config, layout)),
-      layout_(layout),
-      comm_(std::move(comm)),
-      embedding_(config_, layout_, InitialWeights(seed), comm_),
-      final_norm_("ln_f", config.hidden, config.layer_norm_eps),
-      lm_head_(column_slice<T>(
-          "lm_head.weight",
-          InitialWeights(seed).normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
-          layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config))) {
+    : config_(checked(config, layout)), layout_(layout), comm_(std::move(comm)) {
   const InitialWeights init(seed);
-  blocks_.reserve(config.layers);  // no reallocation: the blocks' layers are referred to
-  for (int l = 0; l < config.layers; ++l) blocks_.emplace_back(l, config_, layout_, init, comm_);
+  if (layout.holds_embedding()) embedding_.emplace(config_, layout_, init, comm_);
+  // No reallocation: the blocks' layers are referred to.
+  blocks_.reserve(layout.block_end(config) - layout.block_begin());
+  for (int l = layout.block_begin(); l < layout.block_end(config); ++l) {
+    blocks_.emplace_back(l, config_, layout_, init, comm_);
+  }
+  if (layout.holds_head(config)) {
+    final_norm_.emplace("ln_f", config.hidden, config.layer_norm_eps);
+    lm_head_.emplace(column_slice<T>(
+        "lm_head.weight", init.normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
+        layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config)));
+  }
 }
 
 template <class T>
 GptLoss Gpt<T>::forward(const GptBatch& batch, int slot) {
+  if (!embedding_ || !lm_head_) {
+    throw std::logic_error("Gpt::forward(batch): this rank holds pieces [" +
+                           std::to_string(layout_.piece_begin) + ", " +
+                           std::to_string(layout_.piece_end) +
+                           ") of the model, not all of it: give the stream the stage before sent");
+  }
+  return run_forward(batch, nullptr, slot);
+}
+
+template <class T>
+GptLoss Gpt<T>::forward(const GptBatch& batch, const Matrix<T>& stream, int slot) {
+  return run_forward(batch, embedding_ ? nullptr : &stream, slot);
+}
+
+template <class T>
+GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int slot) {
   const std::size_t per_sequence = batch.positions.size();
   if (batch.batch < 1 || per_sequence == 0 || batch.tokens.size() != batch.batch * per_sequence ||
       (batch.targets.size() != 0 && batch.targets.size() != batch.tokens.size())) {
@@ -65,15 +83,27 @@ GptLoss Gpt<T>::forward(const GptBatch& batch, int slot) {
     stream_positions.assign(batch.positions.begin() + layout_.tp_idx * share,
                             batch.positions.begin() + (layout_.tp_idx + 1) * share);
   }
-  const Matrix<T>* x = &embedding_.forward(batch.tokens, stream_positions, slot);
+  const std::size_t rows = batch.batch * stream_positions.size();
+  if (stream && (stream->shape(0) != rows || stream->shape(1) != std::size_t(config_.hidden))) {
+    throw std::invalid_argument(
+        "Gpt::forward: the stream from the stage before is (" + std::to_string(stream->shape(0)) +
+        ", " + std::to_string(stream->shape(1)) + "), expected (" + std::to_string(rows) + ", " +
+        std::to_string(config_.hidden) + "): B · S rows of this rank's positions, h columns");
+  }
+  const Matrix<T>* x =
+      embedding_ ? &embedding_->forward(batch.tokens, stream_positions, slot) : stream;
   GptLoss loss;
   for (Block<T>& block : blocks_) {
     x = &block.forward(*x, batch, slot);
     loss.aux_loss += block.aux_loss(slot);
   }
+  if (!lm_head_) {
+    stream_output_ = x;
+    return loss;
+  }
   s.head_input =
-      &communicate(comm_.enter_forward, final_norm_.forward(*x, slot), s.head_entered);  // f
-  lm_head_.forward(*s.head_input, logits_);
+      &communicate(comm_.enter_forward, final_norm_->forward(*x, slot), s.head_entered);  // f
+  lm_head_->forward(*s.head_input, logits_);
   if (batch.targets.size() != 0) {
     s.loss = comm_.cross_entropy(logits_, batch.targets, layout_.vocab_begin(config_));
     loss.cross_entropy_sum = xt::sum(s.loss.loss)();
@@ -83,22 +113,64 @@ GptLoss Gpt<T>::forward(const GptBatch& batch, int slot) {
 }
 
 template <class T>
-void Gpt<T>::backward(int slot) {
-  Saved& s = saved_.read(slot);
-  if (!s.batch || s.batch->targets.size() == 0) {
-    throw std::logic_error("Gpt::backward needs a forward pass with targets first");
+const Matrix<T>& Gpt<T>::stream_output() const {
+  if (lm_head_ || !stream_output_) {
+    throw std::logic_error(
+        "Gpt::stream_output: only a stage without the head has one, after a "
+        "forward");
   }
-  // cross_entropy's gradient is of the mean over its N rows; the loss is the sum over
-  // loss_tokens.
-  const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
-  xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
-  lm_head_.backward(*s.head_input, logits_grad_, head_input_grad_);
-  const Matrix<T>* grad = &final_norm_.backward(
-      communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's backward
+  return *stream_output_;
+}
+
+template <class T>
+void Gpt<T>::backward(int slot) {
+  if (!lm_head_) {
+    throw std::logic_error(
+        "Gpt::backward(slot): this rank does not hold the head: give d loss / "
+        "d its output, from the stage after");
+  }
+  run_backward(nullptr, slot);
+}
+
+template <class T>
+void Gpt<T>::backward(const Matrix<T>& stream_grad, int slot) {
+  run_backward(lm_head_ ? nullptr : &stream_grad, slot);
+}
+
+template <class T>
+void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
+  Saved& s = saved_.read(slot);
+  const Matrix<T>* grad = stream_grad;
+  if (lm_head_) {
+    if (!s.batch || s.batch->targets.size() == 0) {
+      throw std::logic_error("Gpt::backward needs a forward pass with targets first");
+    }
+    // cross_entropy's gradient is of the mean over its N rows; the loss is the sum over
+    // loss_tokens.
+    const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
+    xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
+    lm_head_->backward(*s.head_input, logits_grad_, head_input_grad_);
+    grad = &final_norm_->backward(
+        communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's
+  }
   for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
     grad = &block->backward(*grad, slot);
   }
-  embedding_.backward(*grad, slot);
+  if (embedding_) {
+    embedding_->backward(*grad, slot);
+  } else {
+    stream_input_grad_ = grad;
+  }
+}
+
+template <class T>
+const Matrix<T>& Gpt<T>::stream_input_grad() const {
+  if (embedding_ || !stream_input_grad_) {
+    throw std::logic_error(
+        "Gpt::stream_input_grad: only a stage without the embedding has one, "
+        "after a backward");
+  }
+  return *stream_input_grad_;
 }
 
 template <class T>
@@ -108,12 +180,15 @@ void Gpt<T>::zero_grad() {
 
 template <class T>
 std::vector<Parameter<T>*> Gpt<T>::parameters() {
-  std::vector<Parameter<T>*> all = embedding_.parameters();
+  std::vector<Parameter<T>*> all;
+  if (embedding_) all = embedding_->parameters();
   for (Block<T>& block : blocks_) {
     for (Parameter<T>* p : block.parameters()) all.push_back(p);
   }
-  for (Parameter<T>* p : final_norm_.parameters()) all.push_back(p);
-  all.push_back(&lm_head_.weight);
+  if (lm_head_) {
+    for (Parameter<T>* p : final_norm_->parameters()) all.push_back(p);
+    all.push_back(&lm_head_->weight);
+  }
   return all;
 }
 
@@ -121,9 +196,10 @@ template <class T>
 std::size_t Gpt<T>::activation_bytes() const {
   // f(ln_f(x)) when f made it (else head_entered holds only f's backward: a workspace).
   const bool entered = bool(comm_.enter_forward);
-  std::size_t total = final_norm_.activation_bytes() + saved_.total([entered](const Saved& s) {
+  std::size_t total = saved_.total([entered](const Saved& s) {
     return (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
   });
+  if (final_norm_) total += final_norm_->activation_bytes();
   for (const Block<T>& block : blocks_) total += block.activation_bytes();
   return total;
 }
@@ -134,8 +210,9 @@ std::size_t Gpt<T>::workspace_bytes() const {
   std::size_t total = saved_.total([entered](const Saved& s) {
     return (entered ? 0 : bytes_of(s.head_entered)) + bytes_of(s.loss.loss);
   });
-  total += embedding_.workspace_bytes() + final_norm_.workspace_bytes() +
-           bytes_of(logits_, head_input_grad_, logits_grad_);
+  total += bytes_of(logits_, head_input_grad_, logits_grad_);
+  if (embedding_) total += embedding_->workspace_bytes();
+  if (final_norm_) total += final_norm_->workspace_bytes();
   for (const Block<T>& block : blocks_) total += block.workspace_bytes();
   return total;
 }

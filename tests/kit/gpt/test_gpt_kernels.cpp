@@ -7,7 +7,10 @@
 //     the backward over all of them;
 //   - the whole model's gradients (dense and mixture of experts) equal finite differences;
 //   - micro-batches in flight (slots.hpp): two forwards before their backwards give the gradients
-//     of each forward followed by its backward, bit for bit.
+//     of each forward followed by its backward, bit for bit;
+//   - the model cut into a pipeline's pieces (GptLayout::piece_begin, piece_end), each stage's
+//     stream handed to the next and its gradient back, gives the whole model's loss and
+//     gradients bit for bit.
 //   ./build/tests/kit/kit_gpt_kernels
 #include "dtk_test.hpp"
 
@@ -17,6 +20,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 #include <random>
 
 #include <xtensor/xview.hpp>
@@ -303,6 +308,68 @@ TEST_CASE("kit | Gpt<double>: micro-batches in flight keep their own activations
                  std::string(experts ? "mixture of experts" : "dense") +
                      ": the gradients of F0 F1 B0 B1 (two micro-batches in flight, slots 0 and "
                      "1) differ from those of F0 B0 F1 B1");
+    }
+  });
+}
+
+namespace {
+
+// The loss and every gradient of the small model cut into stages at `cuts` (piece boundaries,
+// from 0 to L + 2), two micro-batches in flight: each stage's stream handed on as a pipeline
+// stage would receive it. Parameters in the whole model's order.
+std::pair<double, std::map<std::string, std::vector<double>>> staged_run(
+    const dtk::gpt::GptConfig& config, const std::vector<int>& cuts) {
+  std::vector<std::unique_ptr<dtk::gpt::Gpt<double>>> stages;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    dtk::gpt::GptLayout layout = dtk::gpt::one_rank_layout(config);
+    layout.piece_begin = cuts[i];
+    layout.piece_end = cuts[i + 1];
+    stages.push_back(std::make_unique<dtk::gpt::Gpt<double>>(config, layout, 7));
+    stages.back()->zero_grad();
+  }
+  const dtk::gpt::GptBatch batches[2] = {micro_batch(0), micro_batch(1)};
+  double loss = 0;
+  std::vector<std::vector<xt::xtensor<double, 2>>> streams(2);  // what each stage received
+  for (int mb = 0; mb < 2; ++mb) {
+    xt::xtensor<double, 2> stream;
+    for (auto& stage : stages) {
+      streams[mb].push_back(stream);
+      const dtk::gpt::GptLoss part = stage->forward(batches[mb], streams[mb].back(), mb);
+      loss += part.cross_entropy_sum / batches[mb].loss_tokens + part.aux_loss;
+      if (!stage->layout().holds_head(config)) stream = stage->stream_output();
+    }
+  }
+  for (int mb = 0; mb < 2; ++mb) {
+    xt::xtensor<double, 2> grad;
+    for (auto stage = stages.rbegin(); stage != stages.rend(); ++stage) {
+      (*stage)->backward(grad, mb);
+      if (!(*stage)->layout().holds_embedding()) grad = (*stage)->stream_input_grad();
+    }
+  }
+  std::map<std::string, std::vector<double>> grads;
+  for (auto& stage : stages) {
+    for (auto* p : stage->parameters()) grads[p->name].assign(p->grad.begin(), p->grad.end());
+  }
+  return {loss, grads};
+}
+
+}  // namespace
+
+TEST_CASE("kit | Gpt<double>: cut into a pipeline's stages, the same loss and gradients", "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    for (const int experts : {0, 4}) {
+      const dtk::gpt::GptConfig config = small_config(experts, experts ? 2 : 1);
+      const auto whole = staged_run(config, {0, 4});
+      // The embedding with block 0; block 1; the head. Then the embedding alone; both blocks
+      // with the head.
+      for (const std::vector<int>& cuts : {std::vector<int>{0, 2, 3, 4}, {0, 1, 4}}) {
+        const auto staged = staged_run(config, cuts);
+        std::string name = experts ? "mixture of experts" : "dense";
+        for (const int cut : cuts) name += " " + std::to_string(cut);
+        check.that(staged.first == whole.first, name + ": the loss differs from the whole model's");
+        check.that(staged.second == whole.second,
+                   name + ": the gradients differ from the whole model's");
+      }
     }
   });
 }

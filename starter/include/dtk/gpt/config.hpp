@@ -8,6 +8,7 @@
 //   N  rows of an activation: B · S, row b · S + s holds position s of sequence b
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct GptLayout {
   // Expert parallelism (Part 12): the experts [expert_begin, expert_end) this rank holds.
   int expert_begin = 0;
   int expert_end = 0;
+  // Pipeline parallelism: the model is L + 2 pieces in a row, the embedding (piece 0), the
+  // blocks (pieces 1 .. L) and the head: ln_f, the LM head and the loss (piece L + 1). This
+  // rank's stage holds the pieces [piece_begin, piece_end); one rank holds all of them.
+  int piece_begin = 0;
+  int piece_end = 0;
 
   int vocab_begin(const GptConfig& c) const { return tp_idx * (c.vocab_size / tp_size); }
   int local_vocab(const GptConfig& c) const { return c.vocab_size / tp_size; }
@@ -58,13 +64,19 @@ struct GptLayout {
   int local_heads(const GptConfig& c) const {
     return static_cast<int>(qkv_columns.size()) / 3 / c.head_size();
   }
+  bool holds_embedding() const { return piece_begin == 0; }
+  bool holds_head(const GptConfig& c) const { return piece_end == c.layers + 2; }
+  // The blocks [block_begin, block_end) of the pieces this rank holds.
+  int block_begin() const { return std::max(piece_begin - 1, 0); }
+  int block_end(const GptConfig& c) const { return std::min(piece_end - 1, c.layers); }
 };
 
-// The whole model on one rank: every QKV column, every expert.
+// The whole model on one rank: every QKV column, every expert, every piece.
 GptLayout one_rank_layout(const GptConfig& config);
 
 // Why this rank cannot hold the model as `layout` says ("" when it can): tp_size not dividing
-// V, 4h or a; QKV columns that are not whole heads of Q, K and V; experts out of range.
+// V, 4h or a; QKV columns that are not whole heads of Q, K and V; experts out of range; no
+// pieces, or pieces outside the model's L + 2.
 std::string layout_problem(const GptConfig& config, const GptLayout& layout);
 
 }  // namespace dtk::gpt

@@ -54,6 +54,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "dtk/gpt/batch.hpp"
@@ -75,7 +76,8 @@ struct GptLoss {
 template <class T>
 class Gpt {
  public:
-  // The model as `layout` says this rank holds it, starting from the weights of `seed`.
+  // The model as `layout` says this rank holds it, starting from the weights of `seed` (a
+  // weight is the same whichever pieces of the model a rank holds).
   // Throws std::invalid_argument when config_problem or layout_problem say why not.
   Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed,
       GptCommunication<T> comm = one_rank_communication<T>());
@@ -91,12 +93,24 @@ class Gpt {
   void backward(int slot = 0);
   void zero_grad();
 
+  // A pipeline stage's pieces (GptLayout::piece_begin, piece_end). Without the embedding the
+  // forward starts from `stream`, the residual stream the stage before returned for `batch`
+  // (N, h), which must stay unchanged until the slot's backward; without the head it ends at the
+  // residual stream after its last piece, stream_output(), and its loss has no cross-entropy
+  // (the blocks' load-balancing losses only). Only the stage holding the head has a loss.
+  GptLoss forward(const GptBatch& batch, const Matrix<T>& stream, int slot);
+  const Matrix<T>& stream_output() const;  // of the last forward, without the head
+  // Without the head, the backward starts from stream_grad, d loss / d stream_output() (N, h);
+  // without the embedding it ends at d loss / d the forward's `stream`, stream_input_grad().
+  void backward(const Matrix<T>& stream_grad, int slot);
+  const Matrix<T>& stream_input_grad() const;  // of the last backward, without the embedding
+
   // Logits of the last forward: this rank's vocabulary columns (N, V/tp).
   const Matrix<T>& logits() const { return logits_; }
   const GptCommunication<T>& communication() const { return comm_; }
   const GptConfig& config() const { return config_; }
   const GptLayout& layout() const { return layout_; }
-  const std::vector<Block<T>>& blocks() const { return blocks_; }
+  const std::vector<Block<T>>& blocks() const { return blocks_; }  // this rank's
 
   // Every parameter this rank holds, named as in the PyTorch model's state dict, in a fixed
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
@@ -108,13 +122,16 @@ class Gpt {
   std::size_t workspace_bytes() const;
 
  private:
+  GptLoss run_forward(const GptBatch& batch, const Matrix<T>* stream, int slot);
+  void run_backward(const Matrix<T>* stream_grad, int slot);
+
   GptConfig config_;
   GptLayout layout_;
   GptCommunication<T> comm_;  // before the layers, which refer to it
-  Embedding<T> embedding_;
+  std::optional<Embedding<T>> embedding_;
   std::vector<Block<T>> blocks_;
-  LayerNorm<T> final_norm_;
-  Linear<T> lm_head_;
+  std::optional<LayerNorm<T>> final_norm_;
+  std::optional<Linear<T>> lm_head_;
 
   struct Saved {
     const GptBatch* batch = nullptr;
@@ -124,6 +141,8 @@ class Gpt {
   };
   Slots<Saved> saved_;
   Matrix<T> logits_, logits_grad_, head_input_grad_;
+  const Matrix<T>* stream_output_ = nullptr;      // without the head
+  const Matrix<T>* stream_input_grad_ = nullptr;  // without the embedding
 };
 
 // Model FLOPs of one training step on `tokens` tokens (of sequences of seq_len), by Part 4's
