@@ -5,5 +5,11 @@ dtk_add_program(gpt_train gpt_train.cpp)
 target_sources(gpt_train PRIVATE programs/gpt_train_report.cpp programs/gpt_train_parallelism.cpp
                                  programs/gpt_train_analytic.cpp programs/command_line.cpp)
 target_link_libraries(gpt_train PRIVATE dtk_gpt)
+# Its pipeline (--pp) runs on Part 8's functions, where the tree holds assignment 2's files.
+dtk_tree_holds(holds_part8 ${CMAKE_CURRENT_SOURCE_DIR} 2)
+if(holds_part8)
+  target_sources(gpt_train PRIVATE programs/gpt_train_pipeline.cpp)
+  target_compile_definitions(gpt_train PRIVATE DTK_WITH_GPT_PIPELINE=1)
+endif()
 dtk_add_program(plan_training plan_training_main.cpp)
 target_sources(plan_training PRIVATE programs/command_line.cpp)

@@ -8,9 +8,10 @@
 //   mpirun -n 4 ./gpt_train --tp 2 --sp --dp 2  tensor and sequence parallel (Part 10) by 2
 //   mpirun -n 4 ./gpt_train --cp 4 --zigzag     ring attention over 4 ranks (Part 11)
 //   mpirun -n 4 ./gpt_train --dp 4 --ep 2 --experts 4   experts over pairs of ranks (Part 12)
+//   mpirun -n 4 ./gpt_train --pp 2 --dp 2 --microbatches 4   a pipeline of 2 stages (Part 8)
 //
-// Ranks = tp × cp × dp. --help lists every flag. The layouts of Parts 10-12 call the students'
-// functions (gpt_train_parallelism.cpp).
+// Ranks = tp × cp × dp × pp. --help lists every flag. The layouts of Parts 8 and 10-12 call the
+// students' functions (gpt_train_parallelism.cpp, gpt_train_pipeline.cpp).
 #include <functional>
 #include <iostream>
 #include <map>
@@ -33,7 +34,7 @@ std::string help_text() {
   text << "usage: mpirun -n N gpt_train [options]\n"
        << "Trains a GPT on the King James Bible (or --corpus FILE) and reports its losses, a\n"
        << "sample, its speed and each rank's memory and communication.\n\n"
-       << "Layout (N = tp x cp x dp ranks, tp fastest, then cp, then dp):\n"
+       << "Layout (N = tp x cp x dp x pp ranks, tp fastest, then cp, then dp, then pp):\n"
        << "  --dp N             data-parallel ranks, each reading batch_size / dp sequences "
           "(default 1)\n"
        << "  --tp N             tensor parallelism (Part 10): heads, MLP columns and vocabulary\n"
@@ -47,6 +48,12 @@ std::string help_text() {
        << "  --ep N             expert parallelism (Part 12): the experts split over N\n"
        << "                     consecutive data-parallel ranks (N divides --dp and --experts;\n"
        << "                     not with --tp)\n"
+       << "  --pp N             pipeline parallelism (Part 8): the embedding, the blocks and the\n"
+       << "                     head cut into N stages balanced by their FLOPs; only the last\n"
+       << "                     stage has a loss\n"
+       << "  --microbatches M   each data-parallel rank's sequences cut into M micro-batches\n"
+       << "                     (default: --pp; M divides batch_size / dp)\n"
+       << "  --schedule S       the pipeline's schedule: 1f1b or gpipe (default 1f1b)\n"
        << "Model:\n"
        << "  --layers L         blocks (default " << t.model.layers << ")\n"
        << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
@@ -90,7 +97,8 @@ Options parse(int argc, char** argv) {
   Options o;
   gpt::GptTrainOptions& t = o.train;
   gpt::GptConfig& m = t.model;
-  std::optional<double> lr;  // --lr; each optimizer has its own default
+  std::optional<double> lr;         // --lr; each optimizer has its own default
+  std::optional<int> microbatches;  // --microbatches; default --pp
   const auto positive = [](const std::string& f, const std::string& v) {
     return static_cast<int>(parse_positive(f, v));
   };
@@ -100,6 +108,14 @@ Options parse(int argc, char** argv) {
       {"--cp", [&](auto& f, auto& v) { t.cp = positive(f, v); }},
       {"--dp", [&](auto& f, auto& v) { t.dp = positive(f, v); }},
       {"--ep", [&](auto& f, auto& v) { t.ep = positive(f, v); }},
+      {"--pp", [&](auto& f, auto& v) { t.pp = positive(f, v); }},
+      {"--microbatches", [&](auto& f, auto& v) { microbatches = positive(f, v); }},
+      {"--schedule",
+       [&](auto& f, auto& v) {
+         t.schedule = parse_choice<gpt::PipelineSchedule>(
+             f, v,
+             {{"1f1b", gpt::PipelineSchedule::OneFOneB}, {"gpipe", gpt::PipelineSchedule::GPipe}});
+       }},
       {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},
       {"--top_k", [&](auto& f, auto& v) { m.top_k = positive(f, v); }},
       {"--aux_loss",
@@ -149,6 +165,7 @@ Options parse(int argc, char** argv) {
   }
   const bool sgd = t.optimizer == gpt::Optimizer::Sgd;
   t.lr = lr ? *lr : sgd ? gpt::kSgdLearningRate : gpt::kAdamLearningRate;
+  t.microbatches = microbatches ? *microbatches : t.pp;
   t.record_timeline = !o.trace_file.empty();
   return o;
 }

@@ -1,8 +1,9 @@
 // gpt_train: trains the GPT of assignment 3 (include/dtk/gpt/) on the King James Bible or any
-// UTF-8 text, on tp × cp × dp ranks.
+// UTF-8 text, on tp × cp × dp × pp ranks.
 //   gpt_train.cpp         the command line and the run
 //   gpt_train_report.cpp  what rank 0 prints at the end, the --report JSON and the --trace
 //   gpt_train_parallelism.cpp  the students' functions of Parts 10-12 bound to the trainer
+//   gpt_train_pipeline.cpp     and Part 8's, for the pipeline (where the tree holds them)
 //   gpt_train_analytic.cpp     the bytes and activations a layout should cost, from its shape
 #pragma once
 
@@ -27,9 +28,12 @@ struct Options {
   bool help = false;
 };
 
-// The students' functions of Parts 10, 11 and 12, for the trainer's layouts.
+// The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's for
+// the pipeline where the tree holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
+template <class T>
+void bind_pipeline(gpt::GptParallelism<T>& parallelism);  // gpt_train_pipeline.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the

@@ -133,6 +133,9 @@ gpt::GptParallelism<T> student_parallelism() {
     if (g.ep > 1) bind_expert_parallel(c, g);
     return c;
   };
+#if DTK_WITH_GPT_PIPELINE
+  bind_pipeline(p);
+#endif
   return p;
 }
 

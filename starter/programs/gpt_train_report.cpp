@@ -31,20 +31,55 @@ std::string model_text(const gpt::GptConfig& m) {
   return text;
 }
 
-// "rank 2 · dp 1" (and "· tp 0 · cp 1" when those groups have more than one rank).
+// "rank 2 · dp 1" (and "· tp 0 · cp 1 · pp 1" when those groups have more than one rank).
 std::vector<std::string> rank_labels(const Options& o, const gpt::GptTrainReport& r) {
   std::vector<std::string> labels;
   for (const gpt::GptRankReport& m : r.ranks) {
     std::string label = "rank " + std::to_string(m.rank);
     if (o.train.tp > 1) label += " · tp " + std::to_string(m.tp_idx);
     if (o.train.cp > 1) label += " · cp " + std::to_string(m.cp_idx);
-    labels.push_back(label + " · dp " + std::to_string(m.dp_idx));
+    label += " · dp " + std::to_string(m.dp_idx);
+    if (o.train.pp > 1) label += " · pp " + std::to_string(m.pp_idx);
+    labels.push_back(label);
   }
   return labels;
 }
 
 std::string per_step(std::uint64_t bytes, long steps) {
   return mebibytes(steps ? bytes / steps : 0);
+}
+
+const char* schedule_name(gpt::PipelineSchedule s) {
+  return s == gpt::PipelineSchedule::GPipe ? "gpipe" : "1f1b";
+}
+
+// "the embedding, blocks 0-1", "blocks 2-3, the head": pieces [begin, end) of a model of L blocks.
+std::string pieces_text(int begin, int end, int layers) {
+  std::vector<std::string> parts;
+  if (begin == 0) parts.push_back("the embedding");
+  const int first = std::max(begin - 1, 0), last = std::min(end - 1, layers);  // blocks [, )
+  if (last - first == 1) parts.push_back("block " + std::to_string(first));
+  if (last - first > 1) {
+    parts.push_back("blocks " + std::to_string(first) + "-" + std::to_string(last - 1));
+  }
+  if (end == layers + 2) parts.push_back("the head");
+  std::string text = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) text += ", " + parts[i];
+  return text;
+}
+
+// Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
+// rank's stream holds.
+double stream_rows(const gpt::GptTrainOptions& t) {
+  const int positions = t.model.seq_len / t.cp / (t.sequence_parallel ? t.tp : 1);
+  return double(t.batch_size) / t.dp / t.microbatches * positions;
+}
+
+// Bytes a rank of stage pp_idx sends between stages in a step: each micro-batch's stream to the
+// next stage (not the last) and its gradient to the stage before (not the first).
+double counted_pipeline_bytes(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e) {
+  const int directions = (pp_idx < t.pp - 1) + (pp_idx > 0);
+  return directions * t.microbatches * stream_rows(t) * t.model.hidden * double(e);
 }
 
 }  // namespace
@@ -55,10 +90,10 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
   m.vocab_size = corpus.vocab_size;
   std::printf(
       "Training a GPT of %.2fM parameters (%s; vocabulary %d: %zu characters + %zu "
-      "padding) in %s on %d %s (tp %d x cp %d x dp %d)\n",
+      "padding) in %s on %d %s (tp %d x cp %d x dp %d x pp %d)\n",
       gpt::parameter_count(m) / 1e6, model_text(m).c_str(), m.vocab_size, corpus.alphabet.size(),
       m.vocab_size - corpus.alphabet.size(), o.double_precision ? "double" : "float", ranks,
-      ranks == 1 ? "rank" : "ranks", t.tp, t.cp, t.dp);
+      ranks == 1 ? "rank" : "ranks", t.tp, t.cp, t.dp, t.pp);
   std::printf("  corpus: %s, %zu characters: %zu to train on, the last %zu held out\n",
               corpus.source.c_str(), corpus.tokens.size(), corpus.training_tokens(),
               corpus.validation_tokens());
@@ -68,6 +103,13 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
       "%g), seed %u\n",
       t.steps, t.batch_size, t.batch_size * m.seq_len, optimizer_name(t.optimizer), t.lr, warmup,
       t.lr / 10, t.seed);
+  if (t.pp > 1 || t.microbatches > 1) {
+    std::printf(
+        "  pipeline: %d %s, each data-parallel rank's %d sequences in %d micro-batches of %d, "
+        "schedule %s\n",
+        t.pp, t.pp == 1 ? "stage" : "stages", t.batch_size / t.dp, t.microbatches,
+        t.batch_size / t.dp / t.microbatches, schedule_name(t.schedule));
+  }
   print_blas_note();
   std::fflush(stdout);
 }
@@ -100,13 +142,16 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   }
   const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
   if (!o.train.model.mixture_of_experts()) {
+    // The count is of a rank's whole share; a pipeline's stage holds `in flight` of its
+    // micro-batches at once.
+    const double held = double(r.ranks[0].microbatches_in_flight) / o.train.microbatches;
     const ActivationCounts counted = analytic_activations_per_block(o.train, model, e);
     std::printf(
         "Activations of one block on rank 0: %.1f KiB measured, %.1f KiB counted from the "
         "shape; Korthikanti et al.'s s.b.h.(34 + 5.a.s/h)/tp for 16-bit values with dropout "
         "and the scores kept: %.1f KiB\n",
-        r.ranks[0].block_activations / 1024.0, counted.model / 1024.0,
-        counted.korthikanti / 1024.0);
+        r.ranks[0].block_activations / 1024.0, held * counted.model / 1024.0,
+        held * counted.korthikanti / 1024.0);
   }
   if (o.train.model.mixture_of_experts()) {
     std::printf("Expert parameters per rank: %s MiB (%d of the %d experts)\n",
@@ -129,6 +174,21 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   const std::array<double, 4> count = analytic_bytes_per_step(o.train, model, e);
   std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
               mebibytes(count[2]).c_str(), mebibytes(count[3]).c_str());
+  if (o.train.pp > 1) {
+    std::printf(
+        "\nThe pipeline: each rank's stage, its pieces, the micro-batches it held at once (GPipe "
+        "all %d, 1F1B at most pp - stage) and the MiB it sent to the stages beside it per step "
+        "(count: %g rows of %d values per micro-batch and direction):\n  %5s %5s  %-34s %9s %10s "
+        "%10s\n",
+        o.train.microbatches, stream_rows(o.train), o.train.model.hidden, "rank", "stage", "pieces",
+        "in flight", "pipeline", "count");
+    for (const gpt::GptRankReport& m : r.ranks) {
+      std::printf("  %5d %5d  %-34s %9d %s %s\n", m.rank, m.pp_idx,
+                  pieces_text(m.piece_begin, m.piece_end, o.train.model.layers).c_str(),
+                  m.microbatches_in_flight, per_step(m.pipeline_parallel_bytes, r.steps).c_str(),
+                  mebibytes(counted_pipeline_bytes(o.train, m.pp_idx, e)).c_str());
+    }
+  }
   if (!r.history.empty() && !r.history.back().expert_rows.empty()) {
     const std::vector<double>& rows = r.history.back().expert_rows;
     std::printf("\n(token, choice) rows per expert in the last step, block by block:\n");
@@ -166,12 +226,16 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
   }
   for (const gpt::GptRankReport& m : r.ranks) {
     const std::uint64_t sent = m.tensor_parallel_bytes + m.context_parallel_bytes +
-                               m.data_parallel_bytes + m.expert_parallel_bytes;
+                               m.data_parallel_bytes + m.expert_parallel_bytes +
+                               m.pipeline_parallel_bytes;
     ranks.push_back({{"rank", m.rank},
                      {"tp_idx", m.tp_idx},
                      {"cp_idx", m.cp_idx},
                      {"dp_idx", m.dp_idx},
                      {"ep_idx", m.ep_idx},
+                     {"pp_idx", m.pp_idx},
+                     {"pieces", {m.piece_begin, m.piece_end}},
+                     {"microbatches_in_flight", m.microbatches_in_flight},
                      {"attention_seconds", m.attention_seconds},
                      {"attention_cpu_seconds", m.attention_cpu_seconds},
                      {"peak_bytes",
@@ -186,12 +250,14 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                       {{"tensor_parallel", m.tensor_parallel_bytes},
                        {"context_parallel", m.context_parallel_bytes},
                        {"data_parallel", m.data_parallel_bytes},
-                       {"expert_parallel", m.expert_parallel_bytes}}},
+                       {"expert_parallel", m.expert_parallel_bytes},
+                       {"pipeline_parallel", m.pipeline_parallel_bytes}}},
                      {"expected_bytes_per_step",
                       {{"tensor_parallel", count[0]},
                        {"context_parallel", count[1]},
                        {"data_parallel", count[2]},
-                       {"expert_parallel", count[3]}}},
+                       {"expert_parallel", count[3]},
+                       {"pipeline_parallel", counted_pipeline_bytes(t, m.pp_idx, e)}}},
                      {"bytes_sent_per_step", r.steps ? double(sent) / r.steps : 0.0}});
   }
   const BlasKernel blas = blas_kernel();
@@ -211,6 +277,9 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"cp", t.cp},
         {"dp", t.dp},
         {"ep", t.ep},
+        {"pp", t.pp},
+        {"microbatches", t.microbatches},
+        {"schedule", schedule_name(t.schedule)},
         {"sp", t.sequence_parallel},
         {"zigzag", t.zigzag}}},
       {"corpus",

@@ -217,13 +217,21 @@ std::size_t Gpt<T>::workspace_bytes() const {
   return total;
 }
 
-double training_flops(const GptConfig& c, double tokens) {
+std::vector<double> piece_flops(const GptConfig& c) {
   const double h = c.hidden, T = c.seq_len, V = c.vocab_size;
   const double mlp =
       c.mixture_of_experts() ? c.top_k * 2 * (8 * h * h) + 2 * h * c.experts : 2 * (8 * h * h);
   // Per token: Q, K, V and the output projection (2 · 4h²), the scores and the weighted values
-  // (2 · T · h each), the MLP, and the LM head.
-  const double per_token_forward = c.layers * (2 * 4 * h * h + 4 * T * h + mlp) + 2 * h * V;
+  // (2 · T · h each), the MLP; and the LM head.
+  std::vector<double> pieces(c.layers + 2, 2 * 4 * h * h + 4 * T * h + mlp);
+  pieces.front() = 0;
+  pieces.back() = 2 * h * V;
+  return pieces;
+}
+
+double training_flops(const GptConfig& c, double tokens) {
+  double per_token_forward = 0;
+  for (const double piece : piece_flops(c)) per_token_forward += piece;
   return 3 * per_token_forward * tokens;  // backward: twice the forward's products
 }
 

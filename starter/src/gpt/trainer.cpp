@@ -13,6 +13,7 @@
 #include "dtk/gpt/bytes.hpp"
 #include "dtk/gpt/gemm_peak.hpp"
 #include "dtk/gpt/gpt.hpp"
+#include "dtk/gpt/pipeline_stage.hpp"
 #include "dtk/gpt/sampling.hpp"
 #include "dtk/training/adam.hpp"
 #include "dtk/training/progress_line.hpp"
@@ -75,14 +76,14 @@ double weights_square_sum(Gpt<T>& model, const GptGrid& g, const Communicator& w
 }
 
 // The ranks holding other tokens of the same tensor sum its gradient: an expert's replicas, the
-// whole world for a replicated tensor under sequence parallelism (each tensor-parallel rank saw
+// whole stage for a replicated tensor under sequence parallelism (each tensor-parallel rank saw
 // its own positions), else the dp · cp ranks of the same tp_idx. The parameters go in that
 // order, so that each communicator sums one contiguous segment of the flat gradients.
 template <class T>
 class GradientSum {
  public:
   GradientSum(std::vector<Parameter<T>*> params, GptGrid& g) {
-    Communicator* comms[3] = {&g.expert_replica_comm, &g.world_comm, &g.replica_comm};
+    Communicator* comms[3] = {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
     const auto which = [&](const Parameter<T>* p) {
       if (p->sharing == Sharing::Expert) return 0;
       return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
@@ -124,13 +125,32 @@ class GradientSum {
   std::vector<Segment> segments_;
 };
 
-// A step's (or the validation's) summed cross-entropy over `comm` (replica_comm: the dp · cp
-// ranks scoring other tokens; a tensor-parallel group scores the same ones). Raw MPI: these are
-// measurements, not the training's communication.
+// A step's (or the validation's) summed cross-entropy over `comm` (loss_comm: the ranks scoring
+// other tokens, and the other stages, which score none; a tensor-parallel group scores the same
+// ones). Raw MPI: these are measurements, not the training's communication.
 double sum_over(double value, const Communicator& comm) {
   double total = 0;
   MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm.handle());
   return total;
+}
+
+// A forward of `batch` without a backward, through the pipeline's stages in turn (each receives
+// the stream from the stage before and sends its own on): the cross-entropy this rank scored.
+template <class T>
+double forward_only(Gpt<T>& model, const GptBatch& batch, GptGrid& g) {
+  if (g.pp == 1) return model.forward(batch).cross_entropy_sum;
+  constexpr int kValidationTag = 7;
+  Matrix<T> stream;
+  if (!model.layout().holds_embedding()) {
+    const std::size_t positions = batch.positions.size() / (g.sequence_parallel ? g.tp : 1);
+    stream = Matrix<T>::from_shape({batch.batch * positions, std::size_t(model.config().hidden)});
+    g.pp_comm.Recv(stream, g.pp_idx - 1, kValidationTag);
+  }
+  const double loss = model.forward(batch, stream, 0).cross_entropy_sum;
+  if (!model.layout().holds_head(model.config())) {
+    g.pp_comm.Send(model.stream_output(), g.pp_idx + 1, kValidationTag);
+  }
+  return loss;
 }
 
 // The mean cross-entropy over the validation windows, each data-parallel rank taking its
@@ -153,10 +173,10 @@ double validation_loss(Gpt<T>& model, const GptTrainOptions& o, const Corpus& co
     GptBatch batch = make_batch(corpus, windows, start, count, positions, 1.0);
     batch.training = false;
     g.sequences = batch.batch;
-    const double loss = model.forward(batch).cross_entropy_sum;
+    const double loss = forward_only(model, batch, g);
     if (scored) sum += loss;
   }
-  return sum_over(sum, g.replica_comm) / (double(windows.size()) * o.model.seq_len);
+  return sum_over(sum, g.loss_comm) / (double(windows.size()) * o.model.seq_len);
 }
 
 std::string progress(long step, long steps, const GptStepRecord& r, double tokens_per_second,
@@ -239,9 +259,34 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--ep " + text(o.ep) + " must divide the " + text(m.experts) +
            " experts: each rank holds experts / ep of them";
   }
-  return rank_count_problem(
-      "the layout needs tp x cp x dp = " + text(o.tp) + " x " + text(o.cp) + " x " + text(o.dp),
-      o.tp * o.cp * o.dp, ranks);
+  // The pipeline: stages of whole pieces, each rank's share cut into equal micro-batches.
+  if (o.pp < 1 || o.microbatches < 1) {
+    return "--pp and --microbatches must be at least 1 (got " + text(o.pp) + " and " +
+           text(o.microbatches) + ")";
+  }
+  if (o.pp > m.layers + 2) {
+    return "--pp " + text(o.pp) +
+           " is more stages than the model has pieces: " + text(m.layers + 2) +
+           " (the embedding, " + text(m.layers) + " blocks, the head)";
+  }
+  if (o.batch_size % (o.dp * o.microbatches) != 0) {
+    return "--batch_size " + text(o.batch_size) +
+           " must be a multiple of --dp x --microbatches = " + text(o.dp) + " x " +
+           text(o.microbatches) +
+           ": each data-parallel rank cuts its batch_size / dp sequences into equal micro-batches";
+  }
+  if (m.mixture_of_experts() && o.microbatches > 1) {
+    return "--microbatches " + text(o.microbatches) +
+           " with --experts: the load-balancing loss is over the whole batch's routing, which "
+           "micro-batches run one at a time cannot sum; use --microbatches 1";
+  }
+  if (o.pp > 1 && o.sample_chars > 0) {
+    return "--sample with --pp " + text(o.pp) +
+           ": sampling runs the whole model on one rank; sample without --pp";
+  }
+  return rank_count_problem("the layout needs tp x cp x dp x pp = " + text(o.tp) + " x " +
+                                text(o.cp) + " x " + text(o.dp) + " x " + text(o.pp),
+                            o.tp * o.cp * o.dp * o.pp, ranks);
 }
 
 GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {
@@ -250,20 +295,27 @@ GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {
   g.cp = o.cp;
   g.dp = o.dp;
   g.ep = o.ep;
+  g.pp = o.pp;
   g.sequence_parallel = o.sequence_parallel;
   g.zigzag = o.zigzag;
-  const int rank = world.Get_rank();
-  g.tp_idx = rank % o.tp;
-  g.cp_idx = (rank / o.tp) % o.cp;
-  g.dp_idx = rank / (o.tp * o.cp);
+  const int rank = world.Get_rank(), stage_size = o.tp * o.cp * o.dp;
+  const int in_stage = rank % stage_size;  // this rank in its stage
+  g.tp_idx = in_stage % o.tp;
+  g.cp_idx = (in_stage / o.tp) % o.cp;
+  g.dp_idx = in_stage / (o.tp * o.cp);
   g.ep_idx = g.dp_idx % o.ep;
+  g.pp_idx = rank / stage_size;
+  g.stage_comm = world.Split(g.pp_idx, rank);
+  g.pp_comm = world.Split(in_stage, rank);
+  g.loss_comm = world.Split(g.tp_idx, rank);
+  // The groups inside the stage, by the coordinates they share.
+  const Communicator& stage = g.stage_comm;
   const int expert_group = g.dp_idx / o.ep;  // which ep consecutive dp ranks
-  g.tp_comm = world.Split(g.dp_idx * o.cp + g.cp_idx, rank);
-  g.cp_comm = world.Split(g.dp_idx * o.tp + g.tp_idx, rank);
-  g.ep_comm = world.Split((expert_group * o.cp + g.cp_idx) * o.tp + g.tp_idx, rank);
-  g.replica_comm = world.Split(g.tp_idx, rank);
-  g.expert_replica_comm = world.Split(g.ep_idx * o.tp + g.tp_idx, rank);
-  g.world_comm = world.Split(0, rank);
+  g.tp_comm = stage.Split(g.dp_idx * o.cp + g.cp_idx, in_stage);
+  g.cp_comm = stage.Split(g.dp_idx * o.tp + g.tp_idx, in_stage);
+  g.ep_comm = stage.Split((expert_group * o.cp + g.cp_idx) * o.tp + g.tp_idx, in_stage);
+  g.replica_comm = stage.Split(g.tp_idx, in_stage);
+  g.expert_replica_comm = stage.Split(g.ep_idx * o.tp + g.tp_idx, in_stage);
   return g;
 }
 
@@ -276,10 +328,16 @@ double learning_rate(double lr, long step, long steps) {
 
 namespace {
 
-// This rank's slice of the model: the students' 10.1 and 12.1 say which.
+// This rank's slice of the model: the students' 10.1 and 12.1 say which, and under a pipeline
+// 8.1 which pieces (balanced by their FLOPs).
 template <class T>
 GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParallelism<T>& par) {
   GptLayout layout = one_rank_layout(config);
+  if (g.pp > 1) {
+    const std::vector<int> cuts = par.partition(piece_flops(config), g.pp);
+    layout.piece_begin = cuts.at(g.pp_idx);
+    layout.piece_end = cuts.at(g.pp_idx + 1);
+  }
   if (g.tp > 1) {
     layout.tp_size = g.tp;
     layout.tp_idx = g.tp_idx;
@@ -330,13 +388,14 @@ GptCommunication<T> make_communication(GptGrid& g, const GptParallelism<T>& par,
   return comm;
 }
 
-// Bytes each group's communicators have sent so far: tensor, context, data, expert parallel.
-std::array<std::uint64_t, 4> bytes_sent(const GptGrid& g) {
+// Bytes each group's communicators have sent so far: tensor, context, data, expert and
+// pipeline parallel.
+std::array<std::uint64_t, 5> bytes_sent(const GptGrid& g) {
   return {g.tp_comm.total_bytes_transferred(), g.cp_comm.total_bytes_transferred(),
           g.replica_comm.total_bytes_transferred() +
               g.expert_replica_comm.total_bytes_transferred() +
-              g.world_comm.total_bytes_transferred(),
-          g.ep_comm.total_bytes_transferred()};
+              g.stage_comm.total_bytes_transferred(),
+          g.ep_comm.total_bytes_transferred(), g.pp_comm.total_bytes_transferred()};
 }
 
 // One rank's training run: the model on its slice of the grid, the sums of its gradients, its
@@ -350,6 +409,7 @@ class GptRun {
       : o_(o),
         corpus_(corpus),
         world_(world),
+        parallelism_(parallelism),
         out_(out),
         g_(make_grid(o, world)),
         config_(with_vocabulary(o.model, corpus)),
@@ -372,6 +432,9 @@ class GptRun {
     measured_.cp_idx = g_.cp_idx;
     measured_.dp_idx = g_.dp_idx;
     measured_.ep_idx = g_.ep_idx;
+    measured_.pp_idx = g_.pp_idx;
+    measured_.piece_begin = model_.layout().piece_begin;
+    measured_.piece_end = model_.layout().piece_end;
   }
   GptRun(const GptRun&) = delete;
   GptRun& operator=(const GptRun&) = delete;
@@ -392,20 +455,22 @@ class GptRun {
       recorder_->set_recording(true);
     }
     const double begin = MPI_Wtime();
-    const std::array<std::uint64_t, 4> bytes_before = bytes_sent(g_);
+    const std::array<std::uint64_t, 5> bytes_before = bytes_sent(g_);
     const double attention_before = attention_seconds_,
                  attention_cpu_before = attention_kernel_cpu_seconds();
     const int local_batch = o_.batch_size / o_.dp;
     const std::vector<std::size_t> windows =
         training_windows(corpus_, config_.seq_len, o_.batch_size, o_.seed, step);
-    const GptBatch batch = make_batch(corpus_, windows, g_.dp_idx * local_batch, local_batch,
-                                      positions_, global_tokens_);
-    const GptLoss loss = forward_backward(batch, begin);
+    const GptLoss loss =
+        pipelined() ? forward_backward_pipelined(windows, g_.dp_idx * local_batch)
+                    : forward_backward(make_batch(corpus_, windows, g_.dp_idx * local_batch,
+                                                  local_batch, positions_, global_tokens_),
+                                       begin);
     const double lr = learning_rate(o_.lr, step, o_.steps);
     optimizer_step(lr);
     report_.seconds += MPI_Wtime() - begin;
-    const std::array<std::uint64_t, 4> bytes_after = bytes_sent(g_);
-    for (int group = 0; group < 4; ++group)
+    const std::array<std::uint64_t, 5> bytes_after = bytes_sent(g_);
+    for (int group = 0; group < 5; ++group)
       step_bytes_[group] += bytes_after[group] - bytes_before[group];
     measured_.attention_seconds += attention_seconds_ - attention_before;
     measured_.attention_cpu_seconds += attention_kernel_cpu_seconds() - attention_cpu_before;
@@ -452,12 +517,17 @@ class GptRun {
     return config;
   }
 
+  bool pipelined() const { return o_.pp > 1 || o_.microbatches > 1; }
+
   GptLoss forward_backward(const GptBatch& batch, double begin) {
+    measured_.microbatches_in_flight = 1;
     g_.sequences = batch.batch;
     const GptLoss loss = model_.forward(batch);
     measured_.activations = std::max(measured_.activations, model_.activation_bytes());
-    measured_.block_activations =
-        std::max(measured_.block_activations, model_.blocks().front().activation_bytes());
+    if (!model_.blocks().empty()) {
+      measured_.block_activations =
+          std::max(measured_.block_activations, model_.blocks().front().activation_bytes());
+    }
     const double forward_end = MPI_Wtime();
     model_.zero_grad();
     model_.backward();
@@ -466,6 +536,28 @@ class GptRun {
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
     }
     return loss;
+  }
+
+  // This rank's share of the step, from window `first` on, as micro-batches on its stage's
+  // schedule (the students' Part 8): the stage's losses over all of them.
+  GptLoss forward_backward_pipelined(const std::vector<std::size_t>& windows, int first) {
+    const int per_micro_batch = o_.batch_size / o_.dp / o_.microbatches;
+    std::vector<GptBatch> micro_batches;
+    for (int mb = 0; mb < o_.microbatches; ++mb) {
+      micro_batches.push_back(make_batch(corpus_, windows, first + mb * per_micro_batch,
+                                         per_micro_batch, positions_, global_tokens_));
+    }
+    g_.sequences = per_micro_batch;
+    GptPipelineStage<T> stage(model_, micro_batches, recorder_.get());
+    model_.zero_grad();
+    parallelism_.run_schedule(
+        stage, parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches), g_.pp_comm);
+    measured_.activations = std::max(measured_.activations, stage.peak_activation_bytes());
+    measured_.block_activations =
+        std::max(measured_.block_activations, stage.peak_block_activation_bytes());
+    measured_.microbatches_in_flight =
+        std::max(measured_.microbatches_in_flight, stage.slots_used());
+    return stage.loss();
   }
 
   // The gradients summed, then the optimizer's step: the same on every rank holding the same
@@ -485,9 +577,10 @@ class GptRun {
   // The step's loss over the global batch and its experts' rows; a loss that is no longer
   // finite (the same on every rank) stops every rank.
   GptStepRecord step_record(long step, const GptLoss& loss, double lr) {
+    // The last stage's cross-entropy, and the load-balancing losses of every stage's blocks.
     GptStepRecord record{step,
-                         sum_over(loss.cross_entropy_sum, g_.replica_comm) / global_tokens_,
-                         loss.aux_loss,
+                         sum_over(loss.cross_entropy_sum, g_.loss_comm) / global_tokens_,
+                         g_.pp > 1 ? sum_over(loss.aux_loss, g_.pp_comm) : loss.aux_loss,
                          lr,
                          report_.seconds,
                          {}};
@@ -518,6 +611,7 @@ class GptRun {
     measured_.context_parallel_bytes = step_bytes_[1];
     measured_.data_parallel_bytes = step_bytes_[2];
     measured_.expert_parallel_bytes = step_bytes_[3];
+    measured_.pipeline_parallel_bytes = step_bytes_[4];
   }
 
   // Every rank samples in step (the model's communication spans its groups); rank 0's is
@@ -537,6 +631,7 @@ class GptRun {
   const GptTrainOptions& o_;
   const Corpus& corpus_;
   const Communicator& world_;
+  const GptParallelism<T>& parallelism_;
   std::ostream& out_;
   GptGrid g_;
   GptConfig config_;
@@ -552,7 +647,7 @@ class GptRun {
   double global_tokens_;  // of a step
   GptTrainReport report_;
   GptRankReport measured_;
-  std::array<std::uint64_t, 4> step_bytes_{};  // sent by the training steps, by group
+  std::array<std::uint64_t, 5> step_bytes_{};  // sent by the training steps, by group
 };
 
 }  // namespace
@@ -562,6 +657,11 @@ GptTrainReport train_gpt(const GptTrainOptions& o, const Corpus& corpus, const C
                          const GptParallelism<T>& parallelism, std::ostream& out) {
   const std::string problem = gpt_options_problem(o, world.Get_size(), corpus);
   if (!problem.empty()) throw std::invalid_argument(problem);
+  if ((o.pp > 1 || o.microbatches > 1) && !parallelism.run_schedule) {
+    throw std::invalid_argument(
+        "--pp and --microbatches run a pipeline on Part 8's functions (assignment 2), which this "
+        "build of gpt_train does not hold");
+  }
   GptRun<T> run(o, corpus, world, parallelism, out);
   run.start();
   for (long step = 1; step <= o.steps; ++step) {

@@ -13,6 +13,12 @@
            exactly.
   experts  Part 12's: ep 1, 2, 4 x top_k 1, 2 (and ep 2 inside dp 4) train the one-rank mixture
            of experts; expert-parallel ranks send rows, and each holds E/ep experts' parameters.
+  pipeline Part 8's pipeline of the GPT: --pp 2, 3 (which does not divide the 4 pieces), 4 (an
+           embedding alone, a head alone), GPipe and 1F1B, micro-batches on one rank, and with
+           dp, tp with --sp, cp with --zigzag, all five at once on 16 ranks, and a mixture of
+           experts, train the one-rank model (double, relative 1e-10); each rank sends its
+           stream and gradient per micro-batch exactly as counted, and holds GPipe's m or 1F1B's
+           min(m, pp - stage) micro-batches' activations at once (a block's, as counted).
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -102,10 +108,11 @@ def layouts():
 GROUPS = ("tensor_parallel", "context_parallel", "data_parallel", "expert_parallel")
 
 
-def same_model(what, layouts, extra, check=None):
+def same_model(what, layouts, extra, check=None, tolerance=1e-5, batch_size=4):
     """Each layout (ranks, flags) trains the one-rank model of TINY + extra in double: the same
-    weights_l2 and final loss (relative 1e-5). check(layout, report) returns its own failures."""
-    common = TINY + extra + ["--batch_size", "4", "--steps", "3", "--dtype", "double"]
+    weights_l2 and final loss (relative `tolerance`). check(layout, report) returns its own
+    failures."""
+    common = TINY + extra + ["--batch_size", str(batch_size), "--steps", "3", "--dtype", "double"]
     base = report_of(1, common, "one_rank")
     if base is None:
         return
@@ -115,7 +122,7 @@ def same_model(what, layouts, extra, check=None):
             continue
         l2 = abs(r["weights_l2"] - base["weights_l2"]) / base["weights_l2"]
         loss = abs(r["final_loss"] - base["final_loss"]) / base["final_loss"]
-        problems = ([] if l2 <= 1e-5 and loss <= 1e-5 else
+        problems = ([] if l2 <= tolerance and loss <= tolerance else
                     ["weights_l2 %.12g against %.12g one rank's" % (r["weights_l2"], base["weights_l2"])])
         problems += check(flags, r) if check else []
         where = "%s %-32s (-n %d)" % (what, " ".join(flags), ranks)
@@ -180,6 +187,37 @@ def experts():
         same_model("experts, top_k %d" % k, layouts, ["--experts", "4", "--top_k", str(k)], check)
 
 
+def pipeline():
+    def check(flags, r):
+        pp, m = r["layout"]["pp"], r["layout"]["microbatches"]
+        problems = bytes_match(r, ("pipeline_parallel",))
+        for rank in r["ranks"]:
+            held = m if r["layout"]["schedule"] == "gpipe" else min(m, pp - rank["pp_idx"])
+            if rank["microbatches_in_flight"] != held:
+                problems.append("rank %d (stage %d) held %d micro-batches at once, %s holds %d"
+                                % (rank["rank"], rank["pp_idx"], rank["microbatches_in_flight"],
+                                   r["layout"]["schedule"], held))
+            # A block's activations: `held` micro-batches' of the rank's share's count.
+            blocks = min(rank["pieces"][1] - 1, 2) - max(rank["pieces"][0] - 1, 0)
+            counted = r["block_activations_counted"]["model"] * held / m
+            measured = rank["peak_bytes"]["block_activations"]
+            if blocks > 0 and r["model"]["experts"] == 0 and measured != counted:
+                problems.append("rank %d (stage %d) keeps %d bytes of a block's activations, %d "
+                                "micro-batches' count is %.0f" % (rank["rank"], rank["pp_idx"],
+                                                                  measured, held, counted))
+        return problems
+    layouts = [(2, ["--pp", "2"]), (2, ["--pp", "2", "--schedule", "gpipe", "--microbatches", "4"]),
+               (1, ["--microbatches", "4"]), (3, ["--pp", "3", "--microbatches", "4"]),
+               (4, ["--pp", "4", "--microbatches", "8"]),
+               (4, ["--pp", "2", "--dp", "2", "--microbatches", "4"]),
+               (4, ["--pp", "2", "--tp", "2", "--sp"]),
+               (4, ["--pp", "2", "--cp", "2", "--zigzag", "--schedule", "gpipe"]),
+               (16, ["--pp", "2", "--tp", "2", "--sp", "--cp", "2", "--dp", "2"])]
+    same_model("pipeline", layouts, [], check, tolerance=1e-10, batch_size=8)
+    same_model("pipeline, experts", [(4, ["--pp", "2", "--dp", "2", "--ep", "2", "--microbatches", "1"])],
+               ["--experts", "4", "--top_k", "2"], check, tolerance=1e-10, batch_size=8)
+
+
 def expect_error(ranks, args, text, env=None, status=2):
     result = run(ranks, args, env)
     lines = [l for l in result.stderr.splitlines() if l.startswith("gpt_train: ")]
@@ -226,9 +264,20 @@ def cli():
     expect_error(1, TINY + ["--top_k", "2"], "--top_k 2 needs a mixture of experts")
     expect_error(1, TINY + ["--experts", "2", "--top_k", "3"], "top_k 3 must be between 1 and the 2 experts")
     expect_error(1, TINY + ["--heads", "3"], "3 heads do not divide the hidden width 32")
-    expect_error(2, TINY, "gpt_train: the layout needs tp x cp x dp = 1 x 1 x 1 = 1 ranks, but mpirun started 2: run it with mpirun -n 1")
+    expect_error(2, TINY, "gpt_train: the layout needs tp x cp x dp x pp = 1 x 1 x 1 x 1 = 1 ranks, but mpirun started 2: run it with mpirun -n 1")
     expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
-                 "gpt_train: the layout needs tp x cp x dp = 2 x 2 x 1 = 4 ranks, but mpirun started 2")
+                 "gpt_train: the layout needs tp x cp x dp x pp = 2 x 2 x 1 x 1 = 4 ranks, but mpirun started 2")
+    expect_error(2, TINY + ["--pp", "2", "--dp", "2"],
+                 "gpt_train: the layout needs tp x cp x dp x pp = 1 x 1 x 2 x 2 = 4 ranks, but mpirun started 2")
+    expect_error(1, TINY + ["--pp", "5"],
+                 "--pp 5 is more stages than the model has pieces: 4 (the embedding, 2 blocks, the head)")
+    expect_error(1, TINY + ["--microbatches", "3", "--batch_size", "8"],
+                 "--batch_size 8 must be a multiple of --dp x --microbatches = 1 x 3")
+    expect_error(1, TINY + ["--microbatches", "2", "--experts", "4"],
+                 "--microbatches 2 with --experts: the load-balancing loss is over the whole batch")
+    expect_error(2, TINY + ["--pp", "2", "--sample", "10"], "--sample with --pp 2")
+    expect_error(1, ["--schedule", "zigzag"], "--schedule expects 1f1b or gpipe, got 'zigzag'")
+    expect_error(1, ["--microbatches", "0"], "--microbatches expects a positive integer, got '0'")
     expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
     expect_error(1, TINY + ["--threads", "0"], "--threads")
     expect_error(2, TINY + ["--dp", "2", "--corpus", "/nonexistent/kjv.txt"],
@@ -341,7 +390,8 @@ def learns():
 
 
 try:
-    {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts, "cli": cli,
+    {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts,
+     "pipeline": pipeline, "cli": cli,
      "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)

@@ -95,7 +95,7 @@ class Gpt {
 
   // A pipeline stage's pieces (GptLayout::piece_begin, piece_end). Without the embedding the
   // forward starts from `stream`, the residual stream the stage before returned for `batch`
-  // (N, h), which must stay unchanged until the slot's backward; without the head it ends at the
+  // (N, h), read during the forward only; without the head it ends at the
   // residual stream after its last piece, stream_output(), and its loss has no cross-entropy
   // (the blocks' load-balancing losses only). Only the stage holding the head has a loss.
   GptLoss forward(const GptBatch& batch, const Matrix<T>& stream, int slot);
@@ -149,6 +149,11 @@ class Gpt {
 // method: matrix products only, 2 FLOPs per multiply-add, the full T × T scores (no causal
 // halving), the backward twice the forward. With experts, each token's k experts and the router.
 double training_flops(const GptConfig& config, double tokens);
+
+// The forward FLOPs per token of each of the model's L + 2 pieces (GptLayout): the embedding (a
+// lookup: none), each block, the head (the LM head; ln_f and the loss are not products). Their
+// sum is a third of training_flops per token: what a pipeline's stages are balanced by.
+std::vector<double> piece_flops(const GptConfig& config);
 
 // The number of parameters of the whole model (every rank's together).
 std::int64_t parameter_count(const GptConfig& config);

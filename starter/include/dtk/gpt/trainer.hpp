@@ -1,22 +1,27 @@
-// Training the GPT on tp × cp × dp ranks, as gpt_train does (assignment 3).
+// Training the GPT on tp × cp × dp × pp ranks, as gpt_train does (assignment 3; the pipeline,
+// assignment 4).
 //
-// Ranks: tp fastest, then cp, then dp (tp_idx = rank % tp, cp_idx = (rank / tp) % cp, dp_idx =
-// rank / (tp · cp)); the expert-parallel groups (Part 12) are ep consecutive data-parallel ranks
-// (ep_idx = dp_idx % ep). Every rank of a tensor-parallel group holds its slice of the same
-// replica (Part 10: heads, MLP columns, vocabulary; with sequence parallelism S/tp positions of
-// the residual stream); a context-parallel group splits every sequence's positions (Part 11);
-// an expert-parallel group splits the experts (Part 12); the data-parallel ranks read their
-// contiguous share of each step's global batch (batches.hpp).
+// Ranks: tp fastest, then cp, then dp, then pp (tp_idx = rank % tp, cp_idx = (rank / tp) % cp,
+// dp_idx = (rank / (tp · cp)) % dp, pp_idx = rank / (tp · cp · dp)); the expert-parallel groups
+// (Part 12) are ep consecutive data-parallel ranks (ep_idx = dp_idx % ep). Every rank of a
+// tensor-parallel group holds its slice of the same replica (Part 10: heads, MLP columns,
+// vocabulary; with sequence parallelism S/tp positions of the residual stream); a
+// context-parallel group splits every sequence's positions (Part 11); an expert-parallel group
+// splits the experts (Part 12); the data-parallel ranks read their contiguous share of each
+// step's global batch (batches.hpp); the pipeline's stages hold consecutive pieces of the model
+// (the embedding, the blocks, the head: GptLayout), balanced by their FLOPs (Part 8.1), and run
+// each data-parallel share as micro-batches on Part 8's schedules. Every group but the
+// pipeline's lies inside one stage.
 //
 // The model never calls the students' functions: gpt_train gives the trainer a GptParallelism
 // that binds them (programs/gpt_train_parallelism.cpp), and the trainer builds the model's
 // GptLayout and GptCommunication from it. The loss is the mean over the global batch's tokens,
 // so every layout trains the same model: the same weights_l2 as one rank, up to rounding.
 //
-// A step: forward and backward of this rank's share, the gradient sums (each parameter over the
-// ranks holding other tokens of the same tensor: Sharing, parameter.hpp), Adam (adam.hpp, with
-// the learning rate warmed up linearly over the first steps and then decayed along a cosine to a
-// tenth) or SGD.
+// A step: forward and backward of this rank's share (micro-batch after micro-batch on the
+// pipeline's schedule), the gradient sums (each parameter over the ranks holding other tokens of
+// the same tensor: Sharing, parameter.hpp), Adam (adam.hpp, with the learning rate warmed up
+// linearly over the first steps and then decayed along a cosine to a tenth) or SGD.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +35,13 @@
 #include "dtk/gpt/communication.hpp"
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/corpus.hpp"
+#include "dtk/pipeline.hpp"
 #include "dtk/trace/timeline.hpp"
 
 namespace dtk::gpt {
 
 enum class Optimizer { Sgd, Adam };
+enum class PipelineSchedule { GPipe, OneFOneB };  // Part 8.3's two schedules
 
 // The peak learning rates gpt_train uses unless told otherwise (--lr): what trains the default
 // model on the Bible fastest without diverging.
@@ -43,8 +50,10 @@ constexpr double kSgdLearningRate = 0.3;
 
 struct GptTrainOptions {
   GptConfig model;  // its vocab_size is the corpus's
-  int tp = 1, cp = 1, dp = 1, ep = 1;
+  int tp = 1, cp = 1, dp = 1, ep = 1, pp = 1;
   bool sequence_parallel = false, zigzag = false;
+  int microbatches = 1;  // per data-parallel rank and step: its batch_size / dp sequences cut in m
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   int batch_size = 32;  // sequences in the global batch
   long steps = 500;
   double lr = kAdamLearningRate;  // the peak, after the warm-up
@@ -68,16 +77,20 @@ double learning_rate(double lr, long step, long steps);
 // Where this rank sits in the grid, and its communicators. Each group's ranks are ordered by
 // world rank.
 struct GptGrid {
-  int tp = 1, cp = 1, dp = 1, ep = 1;
-  int tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0;
+  int tp = 1, cp = 1, dp = 1, ep = 1, pp = 1;
+  int tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0, pp_idx = 0;
   bool sequence_parallel = false, zigzag = false;
+  // Inside this rank's stage (the same pp_idx):
   Communicator tp_comm;  // same cp_idx and dp_idx: Part 10's tp_comm
   Communicator cp_comm;  // same tp_idx and dp_idx: Part 11's ring
   Communicator ep_comm;  // ep consecutive dp ranks, same tp_idx and cp_idx: Part 12's ep_comm
   // The gradient sums: every rank of the same tp_idx (dp · cp ranks: the other tokens of a
   // tensor-parallel slice), the replicas of this rank's experts (the same tp_idx and ep_idx), and
-  // the whole world (replicated parameters under sequence parallelism).
-  Communicator replica_comm, expert_replica_comm, world_comm;
+  // the whole stage (replicated parameters under sequence parallelism).
+  Communicator replica_comm, expert_replica_comm, stage_comm;
+  // Across the stages: the pipeline (same tp_idx, cp_idx and dp_idx, ordered by pp_idx), and
+  // every rank of the same tp_idx (the losses, which only the last stage computes, summed).
+  Communicator pp_comm, loss_comm;
   // Sequences in the batch the model is running: the trainer sets it before every forward
   // (sequence parallelism's gathers reorder rows by sequence).
   int sequences = 1;
@@ -97,13 +110,25 @@ struct GptParallelism {
   std::function<std::vector<int>(int seq_len, int cp, int cp_idx, bool zigzag)> cp_positions;
   // 12.1: the experts [begin, end) rank ep_idx of ep holds.
   std::function<std::pair<int, int>(int experts, int ep, int ep_idx)> local_experts;
+  // 8.1: the boundaries of pp stages over the model's pieces, from each piece's cost.
+  std::function<std::vector<int>(const std::vector<double>& costs, int stages)> partition;
+  // 8.3: one stage's order of work in a step of m micro-batches.
+  std::function<std::vector<PipeStep>(PipelineSchedule schedule, int stage, int stages, int m)>
+      schedule;
+  // 8.5: a stage's schedule run on pp_comm. Empty (as the two above) where gpt_train is built
+  // without Part 8 (assignment 3's bundle): the trainer then runs no pipeline.
+  std::function<void(PipelineStage<T>& stage, const std::vector<PipeStep>& steps,
+                     Communicator& pp_comm)>
+      run_schedule;
   // The model's communication on this grid (the grid outlives the model).
   std::function<GptCommunication<T>(GptGrid& grid)> communication;
 };
 
 // What one rank measured.
 struct GptRankReport {
-  int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0;
+  int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0, pp_idx = 0;
+  int piece_begin = 0, piece_end = 0;  // this rank's pieces of the model (GptLayout)
+  int microbatches_in_flight = 0;      // at most, on this stage (1 without a pipeline)
   // Peak bytes: parameters, gradients and optimizer states (the model states, kept from step to
   // step), activations (kept from a forward to its backward), transient (everything else a
   // step holds: layer outputs, gradients of inputs, the flat vectors of the gradient sum and of
@@ -116,9 +141,10 @@ struct GptRankReport {
   double attention_seconds = 0, attention_cpu_seconds = 0;
   // Bytes sent by the training steps (not the validation, not the sample), by group: tensor,
   // context and expert parallel are the model's communication, data parallel the gradient sums
-  // (over dp · cp ranks, tp too for replicated parameters under sequence parallelism).
+  // (over dp · cp ranks, tp too for replicated parameters under sequence parallelism), pipeline
+  // parallel the streams and their gradients between stages.
   std::uint64_t tensor_parallel_bytes = 0, context_parallel_bytes = 0, data_parallel_bytes = 0,
-                expert_parallel_bytes = 0;
+                expert_parallel_bytes = 0, pipeline_parallel_bytes = 0;
 };
 
 struct GptStepRecord {
@@ -157,9 +183,9 @@ struct GptTrainReport {
   std::vector<TimelineEvent> timeline;  // world rank 0 only, with record_timeline
 };
 
-// Collective over world (tp · cp · dp ranks); the model in float or double, split as
+// Collective over world (tp · cp · dp · pp ranks); the model in float or double, split as
 // `parallelism` says. Rank 0 writes progress lines to `progress`. Throws std::invalid_argument
-// when gpt_options_problem says why.
+// when gpt_options_problem says why, or when a pipeline is asked of a `parallelism` without one.
 template <class T>
 GptTrainReport train_gpt(const GptTrainOptions& options, const Corpus& corpus,
                          const Communicator& world, const GptParallelism<T>& parallelism,
