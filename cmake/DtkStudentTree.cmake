@@ -50,9 +50,13 @@ if(NOT DTK_ASSIGNMENTS)
 endif()
 
 # dtk_tree_holds(<out_var> <dir> <assignment>): whether <dir> holds every student file of the
-# assignment (a student bundle holds one assignment's; the kit's trees hold them all).
+# assignment (a student bundle holds one assignment's; the kit's trees hold them all). An
+# assignment this tree does not know (another bundle's: no list) is not held.
 function(dtk_tree_holds out_var dir assignment)
   set(holds TRUE)
+  if(NOT assignment IN_LIST DTK_ASSIGNMENTS)
+    set(holds FALSE)
+  endif()
   foreach(file IN LISTS DTK_ASSIGNMENT${assignment}_STUDENT_FILES)
     if(NOT EXISTS ${dir}/${file})
       set(holds FALSE)

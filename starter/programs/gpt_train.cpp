@@ -183,7 +183,8 @@ void train(const Options& o, const gpt::Corpus& corpus, const Communicator& worl
 void run(const Options& o, const Communicator& world) {
   share_cores(world, o.threads);
   const gpt::Corpus corpus = gpt::load_corpus(o.corpus, o.train.model.seq_len, world);
-  const std::string problem = gpt::gpt_options_problem(o.train, world.Get_size(), corpus);
+  std::string problem = gpt::gpt_options_problem(o.train, world.Get_size(), corpus);
+  if (problem.empty()) problem = gpt::pipeline_problem(o.train, student_parallelism<float>());
   if (!problem.empty()) throw UsageError(problem);
   check_writable(o.report_file, "--report", world);
   check_writable(o.trace_file, "--trace", world);

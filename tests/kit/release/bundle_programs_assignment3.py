@@ -1,6 +1,7 @@
 """Loaded by test_bundle.py for assignment 3's bundle (the reference files copied in): its
-gpt_train trains a small GPT on the Bible for a few steps, and its plan_training (Part 13) plans
-the public Llama-3-8B case as the reference does and simulates a plan given by flags."""
+gpt_train trains a small GPT on the Bible for a few steps, and refuses a pipeline in one line
+(the bundle holds no Part 8); its plan_training (Part 13) plans the public Llama-3-8B case as the
+reference does and simulates a plan given by flags."""
 import re
 
 
@@ -38,3 +39,14 @@ def try_bundle_programs(steps, bundle):
     losses = [line for line in steps.read("gpt.log").splitlines() if "loss" in line]
     if losses:
         print(f"    {losses[-1]}")
+
+    steps.step("gpt_train's pipeline runs on Part 8, which the bundle does not hold: one line")
+    if steps.logged("pipeline.log", f"{bundle}/build/gpt_train", "--layers", "1", "--hidden", "32",
+                    "--heads", "2", "--seq", "16", "--batch_size", "4", "--steps", "1",
+                    "--microbatches", "2"):
+        steps.show("pipeline.log")
+        steps.fail("gpt_train --microbatches 2 ran in a bundle without Part 8's functions")
+    if "this build of gpt_train does not hold" not in steps.read("pipeline.log"):
+        steps.show("pipeline.log")
+        steps.fail("gpt_train --microbatches 2 did not say that the bundle has no pipeline")
+    steps.indented("pipeline.log", "^gpt_train:")

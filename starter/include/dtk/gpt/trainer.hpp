@@ -183,9 +183,14 @@ struct GptTrainReport {
   std::vector<TimelineEvent> timeline;  // world rank 0 only, with record_timeline
 };
 
+// Why `parallelism` cannot run these options' pipeline (pp or micro-batches above 1) in one
+// sentence: it has no Part 8 functions (assignment 3's bundle); "" when it can.
+template <class T>
+std::string pipeline_problem(const GptTrainOptions& options, const GptParallelism<T>& parallelism);
+
 // Collective over world (tp · cp · dp · pp ranks); the model in float or double, split as
 // `parallelism` says. Rank 0 writes progress lines to `progress`. Throws std::invalid_argument
-// when gpt_options_problem says why, or when a pipeline is asked of a `parallelism` without one.
+// when gpt_options_problem or pipeline_problem says why.
 template <class T>
 GptTrainReport train_gpt(const GptTrainOptions& options, const Corpus& corpus,
                          const Communicator& world, const GptParallelism<T>& parallelism,
