@@ -68,6 +68,14 @@ std::string pieces_text(int begin, int end, int layers) {
   return text;
 }
 
+// GPipe's and 1F1B's bubble with equal stages: the share of a schedule each stage waits.
+double bubble_theory(int pp, int m) { return double(pp - 1) / (m + pp - 1); }
+
+// The share of its schedules' time a rank spent waiting.
+double bubble(const gpt::GptRankReport& m) {
+  return m.pipeline_seconds > 0 ? 1 - m.pipeline_busy_seconds / m.pipeline_seconds : 0;
+}
+
 // Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
 // rank's stream holds.
 double stream_rows(const gpt::GptTrainOptions& t) {
@@ -177,16 +185,19 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   if (o.train.pp > 1) {
     std::printf(
         "\nThe pipeline: each rank's stage, its pieces, the micro-batches it held at once (GPipe "
-        "all %d, 1F1B at most pp - stage) and the MiB it sent to the stages beside it per step "
-        "(count: %g rows of %d values per micro-batch and direction):\n  %5s %5s  %-34s %9s %10s "
-        "%10s\n",
-        o.train.microbatches, stream_rows(o.train), o.train.model.hidden, "rank", "stage", "pieces",
-        "in flight", "pipeline", "count");
+        "all %d, 1F1B at most pp - stage), the MiB it sent to the stages beside it per step "
+        "(count: %g rows of %d values per micro-batch and direction), and its bubble: the share "
+        "of the schedules' time it waited (with equal stages (pp - 1)/(m + pp - 1) = %.3f; "
+        "measured, it means something only where every rank has a core of its own):\n"
+        "  %5s %5s  %-34s %9s %10s %10s %7s\n",
+        o.train.microbatches, stream_rows(o.train), o.train.model.hidden,
+        bubble_theory(o.train.pp, o.train.microbatches), "rank", "stage", "pieces", "in flight",
+        "pipeline", "count", "bubble");
     for (const gpt::GptRankReport& m : r.ranks) {
-      std::printf("  %5d %5d  %-34s %9d %s %s\n", m.rank, m.pp_idx,
+      std::printf("  %5d %5d  %-34s %9d %s %s %7.3f\n", m.rank, m.pp_idx,
                   pieces_text(m.piece_begin, m.piece_end, o.train.model.layers).c_str(),
                   m.microbatches_in_flight, per_step(m.pipeline_parallel_bytes, r.steps).c_str(),
-                  mebibytes(counted_pipeline_bytes(o.train, m.pp_idx, e)).c_str());
+                  mebibytes(counted_pipeline_bytes(o.train, m.pp_idx, e)).c_str(), bubble(m));
     }
   }
   if (!r.history.empty() && !r.history.back().expert_rows.empty()) {
@@ -236,6 +247,9 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                      {"pp_idx", m.pp_idx},
                      {"pieces", {m.piece_begin, m.piece_end}},
                      {"microbatches_in_flight", m.microbatches_in_flight},
+                     {"pipeline_seconds", m.pipeline_seconds},
+                     {"pipeline_busy_seconds", m.pipeline_busy_seconds},
+                     {"bubble", bubble(m)},
                      {"attention_seconds", m.attention_seconds},
                      {"attention_cpu_seconds", m.attention_cpu_seconds},
                      {"peak_bytes",
@@ -280,6 +294,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"pp", t.pp},
         {"microbatches", t.microbatches},
         {"schedule", schedule_name(t.schedule)},
+        {"bubble_theory", bubble_theory(t.pp, t.microbatches)},
         {"sp", t.sequence_parallel},
         {"zigzag", t.zigzag}}},
       {"corpus",

@@ -98,8 +98,9 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
   loss_.aux_loss += loss.aux_loss;
   xt::xtensor<T, 2> output =
       is_last() ? xt::xtensor<T, 2>::from_shape({0, 0}) : xt::xtensor<T, 2>(model_.stream_output());
-  if (recorder_)
-    recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb), begin, MPI_Wtime());
+  const double end = MPI_Wtime();
+  busy_seconds_ += end - begin;
+  if (recorder_) recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb), begin, end);
   return output;
 }
 
@@ -116,9 +117,9 @@ xt::xtensor<T, 2> GptPipelineStage<T>::backward(int mb, const xt::xtensor<T, 2>&
   model_.backward(output_grad, give_back_slot(mb));
   xt::xtensor<T, 2> input_grad = is_first() ? xt::xtensor<T, 2>::from_shape({0, 0})
                                             : xt::xtensor<T, 2>(model_.stream_input_grad());
-  if (recorder_) {
-    recorder_->add(WorkKind::Backward, mb, "B" + std::to_string(mb), begin, MPI_Wtime());
-  }
+  const double end = MPI_Wtime();
+  busy_seconds_ += end - begin;
+  if (recorder_) recorder_->add(WorkKind::Backward, mb, "B" + std::to_string(mb), begin, end);
   return input_grad;
 }
 

@@ -559,9 +559,13 @@ class GptRun {
     }
     g_.sequences = per_micro_batch;
     GptPipelineStage<T> stage(model_, micro_batches, recorder_.get());
+    const std::vector<PipeStep> steps =
+        parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches);
     model_.zero_grad();
-    parallelism_.run_schedule(
-        stage, parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches), g_.pp_comm);
+    const double begin = MPI_Wtime();
+    parallelism_.run_schedule(stage, steps, g_.pp_comm);
+    measured_.pipeline_seconds += MPI_Wtime() - begin;
+    measured_.pipeline_busy_seconds += stage.busy_seconds();
     measured_.activations = std::max(measured_.activations, stage.peak_activation_bytes());
     measured_.block_activations =
         std::max(measured_.block_activations, stage.peak_block_activation_bytes());

@@ -46,6 +46,9 @@ class GptPipelineStage final : public PipelineStage<T> {
   const GptLoss& loss() const { return loss_; }
   // The slots the step took: the most micro-batches this stage held at once.
   int slots_used() const { return static_cast<int>(slot_taken_.size()); }
+  // Seconds spent in the forwards and backwards (the rest of a schedule's time, waiting for the
+  // stages beside it, is the stage's share of the pipeline's bubble).
+  double busy_seconds() const { return busy_seconds_; }
   // The model's activations, and its first block's, at their peak (after a forward).
   std::size_t peak_activation_bytes() const { return peak_activation_bytes_; }
   std::size_t peak_block_activation_bytes() const { return peak_block_activation_bytes_; }
@@ -62,6 +65,7 @@ class GptPipelineStage final : public PipelineStage<T> {
   std::vector<bool> slot_taken_;  // by a micro-batch in flight, for each slot the step took
   GptLoss loss_;
   std::size_t peak_activation_bytes_ = 0, peak_block_activation_bytes_ = 0;
+  double busy_seconds_ = 0;
 };
 
 }  // namespace dtk::gpt

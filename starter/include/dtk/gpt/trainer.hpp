@@ -129,6 +129,9 @@ struct GptRankReport {
   int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0, pp_idx = 0;
   int piece_begin = 0, piece_end = 0;  // this rank's pieces of the model (GptLayout)
   int microbatches_in_flight = 0;      // at most, on this stage (1 without a pipeline)
+  // The pipeline's schedules, every step's: their wall time on this rank, and the part of it in
+  // forwards and backwards (the rest is this rank's bubble).
+  double pipeline_seconds = 0, pipeline_busy_seconds = 0;
   // Peak bytes: parameters, gradients and optimizer states (the model states, kept from step to
   // step), activations (kept from a forward to its backward), transient (everything else a
   // step holds: layer outputs, gradients of inputs, the flat vectors of the gradient sum and of
