@@ -115,9 +115,7 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
 template <class T>
 const Matrix<T>& Gpt<T>::stream_output() const {
   if (lm_head_ || !stream_output_) {
-    throw std::logic_error(
-        "Gpt::stream_output: only a stage without the head has one, after a "
-        "forward");
+    throw std::logic_error("Gpt::stream_output: only a stage without the head has one");
   }
   return *stream_output_;
 }
@@ -126,8 +124,7 @@ template <class T>
 void Gpt<T>::backward(int slot) {
   if (!lm_head_) {
     throw std::logic_error(
-        "Gpt::backward(slot): this rank does not hold the head: give d loss / "
-        "d its output, from the stage after");
+        "Gpt::backward(slot): this rank does not hold the head: give d loss / d its output");
   }
   run_backward(nullptr, slot);
 }
@@ -166,9 +163,7 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
 template <class T>
 const Matrix<T>& Gpt<T>::stream_input_grad() const {
   if (embedding_ || !stream_input_grad_) {
-    throw std::logic_error(
-        "Gpt::stream_input_grad: only a stage without the embedding has one, "
-        "after a backward");
+    throw std::logic_error("Gpt::stream_input_grad: only a stage without the embedding has one");
   }
   return *stream_input_grad_;
 }

@@ -27,10 +27,12 @@ def try_bundle_programs(steps, bundle):
     for log in ("plan.log", "flags.log"):
         steps.indented(log, "^Plan|valid")
 
+    def gpt_train(log, *flags):  # a small GPT, on the Bible
+        return steps.logged(log, f"{bundle}/build/gpt_train", "--layers", "1", "--hidden", "32",
+                            "--heads", "2", "--seq", "16", "--batch_size", "4", *flags)
+
     steps.step("training with the bundle's gpt_train: a small GPT, a few steps on the Bible")
-    if not steps.logged("gpt.log", f"{bundle}/build/gpt_train", "--layers", "1", "--hidden", "32",
-                        "--heads", "2", "--seq", "16", "--batch_size", "4", "--steps", "3",
-                        "--sample", "20"):
+    if not gpt_train("gpt.log", "--steps", "3", "--sample", "20"):
         steps.show("gpt.log")
         steps.fail("gpt_train failed in the bundle")
     if "King James Bible" not in steps.read("gpt.log"):
@@ -41,9 +43,7 @@ def try_bundle_programs(steps, bundle):
         print(f"    {losses[-1]}")
 
     steps.step("gpt_train's pipeline runs on Part 8, which the bundle does not hold: one line")
-    if steps.logged("pipeline.log", f"{bundle}/build/gpt_train", "--layers", "1", "--hidden", "32",
-                    "--heads", "2", "--seq", "16", "--batch_size", "4", "--steps", "1",
-                    "--microbatches", "2"):
+    if gpt_train("pipeline.log", "--steps", "1", "--microbatches", "2"):
         steps.show("pipeline.log")
         steps.fail("gpt_train --microbatches 2 ran in a bundle without Part 8's functions")
     if "this build of gpt_train does not hold" not in steps.read("pipeline.log"):
