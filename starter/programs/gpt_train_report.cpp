@@ -113,10 +113,10 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
       t.lr / 10, t.seed);
   if (t.pp > 1 || t.microbatches > 1) {
     std::printf(
-        "  pipeline: %d %s, each data-parallel rank's %d sequences in %d micro-batches of %d, "
-        "schedule %s\n",
-        t.pp, t.pp == 1 ? "stage" : "stages", t.batch_size / t.dp, t.microbatches,
-        t.batch_size / t.dp / t.microbatches, schedule_name(t.schedule));
+        "  pipeline: %d %s, the batch in %d micro-batches of %d sequences (%d on each "
+        "data-parallel rank), schedule %s\n",
+        t.pp, t.pp == 1 ? "stage" : "stages", t.microbatches, t.batch_size / t.microbatches,
+        t.batch_size / t.microbatches / t.dp, schedule_name(t.schedule));
   }
   print_blas_note();
   std::fflush(stdout);

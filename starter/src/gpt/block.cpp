@@ -26,7 +26,9 @@ const Matrix<T>& Block<T>::forward(const Matrix<T>& x, const GptBatch& batch, in
       x + attention_.forward(ln1_.forward(x, slot), batch.positions, batch.batch, slot);
   const Matrix<T>& normalized = ln2_.forward(after_attention_, slot);
   const Matrix<T>& mlp_out =
-      moe_ ? moe_->forward(normalized, batch.loss_tokens, batch.training, slot)
+      moe_ ? moe_->forward(normalized,
+                           batch.routed_tokens > 0 ? batch.routed_tokens : batch.loss_tokens,
+                           batch.aux_weight, batch.training, slot)
            : mlp_->forward(normalized, slot);
   xt::noalias(y_) = after_attention_ + mlp_out;
   return y_;

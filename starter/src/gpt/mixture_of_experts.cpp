@@ -59,7 +59,7 @@ void MixtureOfExperts<T>::route(const Matrix<T>& x, bool training, Saved& s) {
   for (std::size_t e = 0; e < experts; ++e) {
     const double share = s.expert_rows[e] / (s.batch_tokens * k);       // f_e
     const double mean_prob = statistics[experts + e] / s.batch_tokens;  // P_e
-    s.aux_loss += aux_coef_ * experts * share * mean_prob;
+    s.aux_loss += s.aux_weight * aux_coef_ * experts * share * mean_prob;
   }
 }
 
@@ -86,11 +86,12 @@ void MixtureOfExperts<T>::run_experts(const Matrix<T>& rows,
 }
 
 template <class T>
-const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double batch_tokens,
-                                              bool training, int slot) {
+const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double routed_tokens,
+                                              double aux_weight, bool training, int slot) {
   Saved& s = saved_.fill(slot);
   s.input = &x;
-  s.batch_tokens = batch_tokens;
+  s.batch_tokens = routed_tokens;
+  s.aux_weight = aux_weight;
   s.expert_inputs.resize(experts_.size());
   route(x, training, s);
   auto [rows, plan] = comm_.moe_dispatch(x, s.expert_ids, num_experts_);
@@ -146,7 +147,7 @@ const Matrix<T>& MixtureOfExperts<T>::backward(const Matrix<T>& dy, int slot) {
     const T* p = s.probs.data() + i * experts;
     for (std::size_t e = 0; e < experts; ++e) {
       const double share = s.expert_rows[e] / (s.batch_tokens * k);
-      probs_grad[e] = T(aux_coef_ * experts * share / s.batch_tokens);
+      probs_grad[e] = T(s.aux_weight * aux_coef_ * experts * share / s.batch_tokens);
     }
     // gates_c = p_c / Σ: d p_c = (d gates_c − Σ_c' d gates_c' · gates_c') / Σ
     T chosen = 0, weighted = 0;

@@ -273,12 +273,7 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--batch_size " + text(o.batch_size) +
            " must be a multiple of --dp x --microbatches = " + text(o.dp) + " x " +
            text(o.microbatches) +
-           ": each data-parallel rank cuts its batch_size / dp sequences into equal micro-batches";
-  }
-  if (m.mixture_of_experts() && o.microbatches > 1) {
-    return "--microbatches " + text(o.microbatches) +
-           " with --experts: the load-balancing loss is over the whole batch's routing, which "
-           "micro-batches run one at a time cannot sum; use --microbatches 1";
+           ": the batch is m micro-batches, each split evenly over the data-parallel ranks";
   }
   if (o.pp > 1 && o.sample_chars > 0) {
     return "--sample with --pp " + text(o.pp) +
@@ -472,7 +467,7 @@ class GptRun {
     const std::vector<std::size_t> windows =
         training_windows(corpus_, config_.seq_len, o_.batch_size, o_.seed, step);
     const GptLoss loss =
-        pipelined() ? forward_backward_pipelined(windows, g_.dp_idx * local_batch)
+        pipelined() ? forward_backward_pipelined(windows)
                     : forward_backward(make_batch(corpus_, windows, g_.dp_idx * local_batch,
                                                   local_batch, positions_, global_tokens_),
                                        begin);
@@ -548,16 +543,22 @@ class GptRun {
     return loss;
   }
 
-  // This rank's share of the step, from window `first` on, as micro-batches on its stage's
-  // schedule (the students' Part 8): the stage's losses over all of them.
-  GptLoss forward_backward_pipelined(const std::vector<std::size_t>& windows, int first) {
-    const int per_micro_batch = o_.batch_size / o_.dp / o_.microbatches;
+  // This rank's share of the step as micro-batches on its stage's schedule (the students'
+  // Part 8): the global batch is m micro-batches in a row, and each data-parallel rank takes its
+  // share of each (so that a micro-batch's routing, which a mixture of experts balances, is the
+  // same whatever dp). The stage's losses over all of them.
+  GptLoss forward_backward_pipelined(const std::vector<std::size_t>& windows) {
+    const int global_micro_batch = o_.batch_size / o_.microbatches;
+    const int share = global_micro_batch / o_.dp;
     std::vector<GptBatch> micro_batches;
     for (int mb = 0; mb < o_.microbatches; ++mb) {
-      micro_batches.push_back(make_batch(corpus_, windows, first + mb * per_micro_batch,
-                                         per_micro_batch, positions_, global_tokens_));
+      micro_batches.push_back(make_batch(corpus_, windows,
+                                         mb * global_micro_batch + g_.dp_idx * share, share,
+                                         positions_, global_tokens_));
+      micro_batches.back().routed_tokens = global_tokens_ / o_.microbatches;
+      micro_batches.back().aux_weight = 1.0 / o_.microbatches;
     }
-    g_.sequences = per_micro_batch;
+    g_.sequences = share;
     GptPipelineStage<T> stage(model_, micro_batches, recorder_.get());
     const std::vector<PipeStep> steps =
         parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches);

@@ -17,6 +17,13 @@ struct GptBatch {
   // loss_tokens counts the tokens of every rank's sequences (the global B · T). Summing the
   // ranks' gradients then gives the global batch's gradient.
   double loss_tokens = 1;
+  // A mixture of experts' load-balancing loss is over the routing of the tokens processed
+  // together: the global batch, or under micro-batches one micro-batch of the global batch (its
+  // share on every data-parallel rank), whose losses then weigh 1/m each: the step's
+  // load-balancing loss is the mean of its micro-batches'. routed_tokens counts those tokens
+  // (0: loss_tokens, the whole global batch).
+  double routed_tokens = 0;
+  double aux_weight = 1;
   // false for evaluation and sampling (no backward follows): a mixture of experts then skips
   // the whole batch's statistics of its load-balancing loss, and their communication.
   bool training = true;

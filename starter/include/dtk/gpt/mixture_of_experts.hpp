@@ -42,11 +42,14 @@ class MixtureOfExperts {
   MixtureOfExperts(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
                    const InitialWeights& init, const GptCommunication<T>& comm);
 
-  // x (N, h) → y (N, h). batch_tokens: the tokens of the global batch (the mean of P_e and the
-  // share f_e are over them). Without `training`, no load-balancing loss (aux_loss() 0).
+  // x (N, h) → y (N, h). routed_tokens: the tokens routed together (the global batch's, or a
+  // micro-batch's on every data-parallel rank: the mean of P_e and the share f_e are over them);
+  // aux_weight: the share of the step's load-balancing loss theirs is (1/m under m
+  // micro-batches). Without `training`, no load-balancing loss (aux_loss() 0).
   // Keeps what backward needs in slot `slot` (slots.hpp), and a reference to x, which must stay
   // unchanged until the slot's backward.
-  const Matrix<T>& forward(const Matrix<T>& x, double batch_tokens, bool training, int slot);
+  const Matrix<T>& forward(const Matrix<T>& x, double routed_tokens, double aux_weight,
+                           bool training, int slot);
   // dy (N, h) → dx (N, h), including the load-balancing loss's gradient.
   const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
@@ -64,7 +67,8 @@ class MixtureOfExperts {
  private:
   struct Saved {
     const Matrix<T>* input = nullptr;
-    double batch_tokens = 1;
+    double batch_tokens = 1;  // routed together
+    double aux_weight = 1;
     Matrix<T> probs;                          // (N, E)
     xt::xtensor<std::int32_t, 2> expert_ids;  // (N, k)
     Matrix<T> gates;                          // (N, k)
