@@ -86,7 +86,9 @@ template <class T>
 xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& input) {
   const GptBatch& batch = micro_batch(mb);
   const double begin = MPI_Wtime();
-  const GptLoss loss = model_.forward(batch, input, take_slot(mb));
+  const int slot = take_slot(mb);
+  const GptLoss loss = model_.forward(batch, input, slot);
+  add_expert_rows(slot);
   // Every slot the step took holds a micro-batch at once at some forward's end: the peak.
   peak_activation_bytes_ = std::max(peak_activation_bytes_, model_.activation_bytes());
   if (!model_.blocks().empty()) {
@@ -102,6 +104,18 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
   busy_seconds_ += end - begin;
   if (recorder_) recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb), begin, end);
   return output;
+}
+
+template <class T>
+void GptPipelineStage<T>::add_expert_rows(int slot) {
+  std::size_t at = 0;
+  for (const Block<T>& block : model_.blocks()) {
+    const MixtureOfExperts<T>* moe = block.mixture();
+    if (!moe) continue;
+    const std::vector<double>& rows = moe->expert_rows(slot);
+    expert_rows_.resize(std::max(expert_rows_.size(), at + rows.size()));
+    for (const double r : rows) expert_rows_[at++] += r;
+  }
 }
 
 template <class T>

@@ -192,6 +192,19 @@ std::string progress(long step, long steps, const GptStepRecord& r, double token
   return out;
 }
 
+// Every rank's `values` one after another, in rank order, on every rank of `comm` (the pipeline's
+// stages hold consecutive blocks: their blocks' values in model order). Raw MPI: a measurement.
+std::vector<double> in_stage_order(const std::vector<double>& values, const Communicator& comm) {
+  const int ranks = comm.Get_size(), mine = static_cast<int>(values.size());
+  std::vector<int> counts(ranks), offsets(ranks, 0);
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.handle());
+  for (int r = 1; r < ranks; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  std::vector<double> all(offsets.back() + counts.back());
+  MPI_Allgatherv(values.data(), mine, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                 MPI_DOUBLE, comm.handle());
+  return all;
+}
+
 // Every rank's report, on world rank 0.
 std::vector<GptRankReport> gather_reports(const GptRankReport& mine, const Communicator& world) {
   std::vector<GptRankReport> all(world.Get_rank() == 0 ? world.Get_size() : 0);
@@ -526,6 +539,7 @@ class GptRun {
 
   GptLoss forward_backward(const GptBatch& batch, double begin) {
     measured_.microbatches_in_flight = 1;
+    step_expert_rows_.clear();
     g_.sequences = batch.batch;
     const GptLoss loss = model_.forward(batch);
     measured_.activations = std::max(measured_.activations, model_.activation_bytes());
@@ -534,6 +548,12 @@ class GptRun {
           std::max(measured_.block_activations, model_.blocks().front().activation_bytes());
     }
     const double forward_end = MPI_Wtime();
+    for (const Block<T>& block : model_.blocks()) {
+      if (const MixtureOfExperts<T>* moe = block.mixture()) {
+        step_expert_rows_.insert(step_expert_rows_.end(), moe->expert_rows(0).begin(),
+                                 moe->expert_rows(0).end());
+      }
+    }
     model_.zero_grad();
     model_.backward();
     if (recorder_) {
@@ -572,6 +592,7 @@ class GptRun {
         std::max(measured_.block_activations, stage.peak_block_activation_bytes());
     measured_.microbatches_in_flight =
         std::max(measured_.microbatches_in_flight, stage.slots_used());
+    step_expert_rows_ = stage.expert_rows();
     return stage.loss();
   }
 
@@ -599,12 +620,8 @@ class GptRun {
                          lr,
                          report_.seconds,
                          {}};
-    for (const Block<T>& block : model_.blocks()) {
-      if (const MixtureOfExperts<T>* moe = block.mixture()) {
-        record.expert_rows.insert(record.expert_rows.end(), moe->expert_rows(0).begin(),
-                                  moe->expert_rows(0).end());
-      }
-    }
+    record.expert_rows =
+        g_.pp > 1 ? in_stage_order(step_expert_rows_, g_.pp_comm) : step_expert_rows_;
     if (!std::isfinite(record.loss)) {
       throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
                                ": the training diverged; try a smaller --lr (it was " +
@@ -663,6 +680,7 @@ class GptRun {
   GptTrainReport report_;
   GptRankReport measured_;
   std::array<std::uint64_t, 5> step_bytes_{};  // sent by the training steps, by group
+  std::vector<double> step_expert_rows_;       // of this rank's blocks, in the last step
 };
 
 }  // namespace

@@ -46,6 +46,9 @@ class GptPipelineStage final : public PipelineStage<T> {
   const GptLoss& loss() const { return loss_; }
   // The slots the step took: the most micro-batches this stage held at once.
   int slots_used() const { return static_cast<int>(slot_taken_.size()); }
+  // A mixture of experts: the (token, choice) rows each expert of this stage's blocks got, summed
+  // over the micro-batches (block after block, E values each). Empty for the dense model.
+  const std::vector<double>& expert_rows() const { return expert_rows_; }
   // Seconds spent in the forwards and backwards (the rest of a schedule's time, waiting for the
   // stages beside it, is the stage's share of the pipeline's bubble).
   double busy_seconds() const { return busy_seconds_; }
@@ -57,6 +60,7 @@ class GptPipelineStage final : public PipelineStage<T> {
   const GptBatch& micro_batch(int mb) const;
   int take_slot(int mb);
   int give_back_slot(int mb);
+  void add_expert_rows(int slot);
 
   Gpt<T>& model_;
   const std::vector<GptBatch>& micro_batches_;
@@ -66,6 +70,7 @@ class GptPipelineStage final : public PipelineStage<T> {
   GptLoss loss_;
   std::size_t peak_activation_bytes_ = 0, peak_block_activation_bytes_ = 0;
   double busy_seconds_ = 0;
+  std::vector<double> expert_rows_;
 };
 
 }  // namespace dtk::gpt
