@@ -5,11 +5,13 @@
 #include <dtk/freed_memory.hpp>
 #include <dtk/single_machine_mpi.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 namespace dtk::command_line {
 
@@ -74,6 +76,27 @@ void print_blas_note() {
   if (!note.empty()) std::printf("%s\n", note.c_str());
 }
 
+namespace {
+
+// How long the ranks that met an error wait for the others to meet it too.
+constexpr double kErrorAgreementSeconds = 20;
+
+// Whether every rank of `errors` (a communicator nothing else uses, so that this barrier never
+// meets another rank's pending collective) arrives within kErrorAgreementSeconds.
+bool every_rank_arrives(MPI_Comm errors) {
+  MPI_Request barrier;
+  MPI_Ibarrier(errors, &barrier);
+  const double deadline = MPI_Wtime() + kErrorAgreementSeconds;
+  int arrived = 0;
+  while (!arrived && MPI_Wtime() < deadline) {
+    MPI_Test(&barrier, &arrived, MPI_STATUS_IGNORE);
+    if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return arrived != 0;
+}
+
+}  // namespace
+
 int run_mpi_program(int argc, char** argv, const char* program,
                     const std::function<void(const Communicator& world)>& body) {
   start_with_openblas_settings(argv);
@@ -81,23 +104,32 @@ int run_mpi_program(int argc, char** argv, const char* program,
   use_single_machine_mpi();
   int threads = 0;  // data loaders may have threads of their own, which never call MPI
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &threads);
+  MPI_Comm errors;
+  MPI_Comm_dup(MPI_COMM_WORLD, &errors);
   int status = 0;
   {
     const Communicator world;
     const bool root = world.Get_rank() == 0;
+    std::string why;
     try {
       body(world);
     } catch (const UsageError& e) {
-      if (root) std::cerr << program << ": " << e.what() << "\n";
+      why = e.what();
       status = 2;
     } catch (const DataError& e) {
-      if (root) std::cerr << program << ": " << e.what() << "\n";
+      why = e.what();
       status = 2;
     } catch (const std::exception& e) {
-      if (root) std::cerr << program << ": " << e.what() << "\n";
+      why = e.what();
       status = 1;
     }
+    if (status != 0 && !every_rank_arrives(errors)) {
+      std::cerr << program << ": rank " << world.Get_rank() << ": " << why << std::endl;
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (status != 0 && root) std::cerr << program << ": " << why << "\n";
   }
+  MPI_Comm_free(&errors);
   MPI_Finalize();
   return status;
 }

@@ -57,7 +57,9 @@ void print_blas_note();
 // the program again), MPI started, body(world) run, MPI stopped. Every rank sees the same
 // command line and data, so every rank fails the same way and rank 0 alone prints the one line
 // "<program>: <why>"; returns the exit status: 0, 2 for a UsageError or a DataError (bad input),
-// 1 for any other error.
+// 1 for any other error. An error that only some ranks meet (the others waiting for them in a
+// communication) is printed by each rank that met it, "<program>: rank R: <why>", and ends the
+// whole run (MPI_Abort, exit status 1) rather than leaving it hung.
 int run_mpi_program(int argc, char** argv, const char* program,
                     const std::function<void(const Communicator& world)>& body);
 
