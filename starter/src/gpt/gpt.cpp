@@ -83,7 +83,7 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
     stream_positions.assign(batch.positions.begin() + layout_.tp_idx * share,
                             batch.positions.begin() + (layout_.tp_idx + 1) * share);
   }
-  const std::size_t rows = batch.batch * stream_positions.size();
+  const std::size_t rows = stream_rows(batch);
   if (stream && (stream->shape(0) != rows || stream->shape(1) != std::size_t(config_.hidden))) {
     throw std::invalid_argument(
         "Gpt::forward: the stream from the stage before is (" + std::to_string(stream->shape(0)) +
@@ -110,6 +110,27 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
     loss.scored = s.loss.loss.size();
   }
   return loss;
+}
+
+template <class T>
+std::size_t Gpt<T>::stream_rows(const GptBatch& batch) const {
+  return batch.batch * (batch.positions.size() / (layout_.sequence_parallel ? layout_.tp_size : 1));
+}
+
+template <class T>
+std::vector<double> Gpt<T>::expert_rows(int slot) const {
+  std::vector<double> rows;
+  for (const Block<T>& block : blocks_) {
+    if (const MixtureOfExperts<T>* moe = block.mixture()) {
+      rows.insert(rows.end(), moe->expert_rows(slot).begin(), moe->expert_rows(slot).end());
+    }
+  }
+  return rows;
+}
+
+template <class T>
+std::size_t Gpt<T>::first_block_activation_bytes() const {
+  return blocks_.empty() ? 0 : blocks_.front().activation_bytes();
 }
 
 template <class T>

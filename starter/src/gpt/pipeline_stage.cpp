@@ -38,11 +38,7 @@ const GptBatch& GptPipelineStage<T>::micro_batch(int mb) const {
 // B_mb sequences of the positions this rank's residual stream holds, h columns.
 template <class T>
 std::array<std::size_t, 2> GptPipelineStage<T>::input_shape(int mb) const {
-  const GptBatch& batch = micro_batch(mb);
-  const GptLayout& layout = model_.layout();
-  const std::size_t positions =
-      batch.positions.size() / (layout.sequence_parallel ? layout.tp_size : 1);
-  return {batch.batch * positions, std::size_t(model_.config().hidden)};
+  return {model_.stream_rows(micro_batch(mb)), std::size_t(model_.config().hidden)};
 }
 
 template <class T>
@@ -91,10 +87,8 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
   add_expert_rows(slot);
   // Every slot the step took holds a micro-batch at once at some forward's end: the peak.
   peak_activation_bytes_ = std::max(peak_activation_bytes_, model_.activation_bytes());
-  if (!model_.blocks().empty()) {
-    peak_block_activation_bytes_ =
-        std::max(peak_block_activation_bytes_, model_.blocks().front().activation_bytes());
-  }
+  peak_block_activation_bytes_ =
+      std::max(peak_block_activation_bytes_, model_.first_block_activation_bytes());
   loss_.cross_entropy_sum += loss.cross_entropy_sum;
   loss_.scored += loss.scored;
   loss_.aux_loss += loss.aux_loss;
@@ -108,14 +102,9 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
 
 template <class T>
 void GptPipelineStage<T>::add_expert_rows(int slot) {
-  std::size_t at = 0;
-  for (const Block<T>& block : model_.blocks()) {
-    const MixtureOfExperts<T>* moe = block.mixture();
-    if (!moe) continue;
-    const std::vector<double>& rows = moe->expert_rows(slot);
-    expert_rows_.resize(std::max(expert_rows_.size(), at + rows.size()));
-    for (const double r : rows) expert_rows_[at++] += r;
-  }
+  const std::vector<double> rows = model_.expert_rows(slot);
+  expert_rows_.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) expert_rows_[i] += rows[i];
 }
 
 template <class T>

@@ -142,8 +142,7 @@ double forward_only(Gpt<T>& model, const GptBatch& batch, GptGrid& g) {
   constexpr int kValidationTag = 7;
   Matrix<T> stream;
   if (!model.layout().holds_embedding()) {
-    const std::size_t positions = batch.positions.size() / (g.sequence_parallel ? g.tp : 1);
-    stream = Matrix<T>::from_shape({batch.batch * positions, std::size_t(model.config().hidden)});
+    stream = Matrix<T>::from_shape({model.stream_rows(batch), std::size_t(model.config().hidden)});
     g.pp_comm.Recv(stream, g.pp_idx - 1, kValidationTag);
   }
   const double loss = model.forward(batch, stream, 0).cross_entropy_sum;
@@ -539,21 +538,13 @@ class GptRun {
 
   GptLoss forward_backward(const GptBatch& batch, double begin) {
     measured_.microbatches_in_flight = 1;
-    step_expert_rows_.clear();
     g_.sequences = batch.batch;
     const GptLoss loss = model_.forward(batch);
     measured_.activations = std::max(measured_.activations, model_.activation_bytes());
-    if (!model_.blocks().empty()) {
-      measured_.block_activations =
-          std::max(measured_.block_activations, model_.blocks().front().activation_bytes());
-    }
+    measured_.block_activations =
+        std::max(measured_.block_activations, model_.first_block_activation_bytes());
     const double forward_end = MPI_Wtime();
-    for (const Block<T>& block : model_.blocks()) {
-      if (const MixtureOfExperts<T>* moe = block.mixture()) {
-        step_expert_rows_.insert(step_expert_rows_.end(), moe->expert_rows(0).begin(),
-                                 moe->expert_rows(0).end());
-      }
-    }
+    step_expert_rows_ = model_.expert_rows(0);
     model_.zero_grad();
     model_.backward();
     if (recorder_) {

@@ -111,6 +111,14 @@ class Gpt {
   const GptConfig& config() const { return config_; }
   const GptLayout& layout() const { return layout_; }
   const std::vector<Block<T>>& blocks() const { return blocks_; }  // this rank's
+  // Rows of this rank's residual stream for `batch`: B times its positions (S/tp of them under
+  // sequence parallelism). A pipeline stage receives and sends (stream_rows, h).
+  std::size_t stream_rows(const GptBatch& batch) const;
+  // A mixture of experts: the (token, choice) rows each expert of this rank's blocks got in
+  // slot's last forward, block after block (E values each). Empty for the dense model.
+  std::vector<double> expert_rows(int slot) const;
+  // The bytes the first of this rank's blocks keeps for the backward (0 without blocks).
+  std::size_t first_block_activation_bytes() const;
 
   // Every parameter this rank holds, named as in the PyTorch model's state dict, in a fixed
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
