@@ -41,6 +41,14 @@ void bind_pipeline(gpt::GptParallelism<T>& parallelism);  // gpt_train_pipeline.
 std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
                                               const gpt::GptConfig& model, std::size_t e);
 
+// Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
+// rank's stream holds.
+double micro_batch_stream_rows(const gpt::GptTrainOptions& t);
+// Bytes a rank of stage pp_idx sends between stages in a step (values of e bytes): each
+// micro-batch's stream to the next stage (not the last) and its gradient to the stage before
+// (not the first).
+double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e);
+
 // Bytes of activations one block keeps on one rank: this model's count (values of e bytes) and
 // Korthikanti et al.'s for the same shape (16-bit, with dropout and the attention's scores).
 struct ActivationCounts {

@@ -1,5 +1,5 @@
 // What gpt_train's layouts should cost, counted from the model's shape alone (the handout's
-// "Training the GPT"): the bytes each group sends in a training step and the activations one
+// "Training the GPT"): the bytes each group (and each pipeline stage) sends in a training step and
 // block keeps, per rank. print_results sets them beside what the ranks measured.
 //
 // Notation (dtk/gpt/config.hpp): h, a, L, V, T, E, k; e bytes per value; on one rank N = B/dp ·
@@ -89,6 +89,16 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
                                  ? s * b * h * (34 + 5 * a * s / h) / p
                                  : s * b * h * (10 + (24 + 5 * a * s / h) / p);
   return {values * e, korthikanti};
+}
+
+double micro_batch_stream_rows(const gpt::GptTrainOptions& t) {
+  const int positions = t.model.seq_len / t.cp / (t.sequence_parallel ? t.tp : 1);
+  return double(t.batch_size) / t.dp / t.microbatches * positions;
+}
+
+double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e) {
+  const int directions = (pp_idx < t.pp - 1) + (pp_idx > 0);
+  return directions * t.microbatches * micro_batch_stream_rows(t) * t.model.hidden * double(e);
 }
 
 }  // namespace dtk::gpt_train

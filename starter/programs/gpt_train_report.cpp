@@ -76,20 +76,6 @@ double bubble(const gpt::GptRankReport& m) {
   return m.pipeline_seconds > 0 ? 1 - m.pipeline_busy_seconds / m.pipeline_seconds : 0;
 }
 
-// Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
-// rank's stream holds.
-double stream_rows(const gpt::GptTrainOptions& t) {
-  const int positions = t.model.seq_len / t.cp / (t.sequence_parallel ? t.tp : 1);
-  return double(t.batch_size) / t.dp / t.microbatches * positions;
-}
-
-// Bytes a rank of stage pp_idx sends between stages in a step: each micro-batch's stream to the
-// next stage (not the last) and its gradient to the stage before (not the first).
-double counted_pipeline_bytes(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e) {
-  const int directions = (pp_idx < t.pp - 1) + (pp_idx > 0);
-  return directions * t.microbatches * stream_rows(t) * t.model.hidden * double(e);
-}
-
 }  // namespace
 
 void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
@@ -190,14 +176,15 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
         "of the schedules' time it waited (with equal stages (pp - 1)/(m + pp - 1) = %.3f; "
         "measured, it means something only where every rank has a core of its own):\n"
         "  %5s %5s  %-34s %9s %10s %10s %7s\n",
-        o.train.microbatches, stream_rows(o.train), o.train.model.hidden,
+        o.train.microbatches, micro_batch_stream_rows(o.train), o.train.model.hidden,
         bubble_theory(o.train.pp, o.train.microbatches), "rank", "stage", "pieces", "in flight",
         "pipeline", "count", "bubble");
     for (const gpt::GptRankReport& m : r.ranks) {
       std::printf("  %5d %5d  %-34s %9d %s %s %7.3f\n", m.rank, m.pp_idx,
                   pieces_text(m.piece_begin, m.piece_end, o.train.model.layers).c_str(),
                   m.microbatches_in_flight, per_step(m.pipeline_parallel_bytes, r.steps).c_str(),
-                  mebibytes(counted_pipeline_bytes(o.train, m.pp_idx, e)).c_str(), bubble(m));
+                  mebibytes(analytic_pipeline_bytes_per_step(o.train, m.pp_idx, e)).c_str(),
+                  bubble(m));
     }
   }
   if (!r.history.empty() && !r.history.back().expert_rows.empty()) {
@@ -271,7 +258,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                        {"context_parallel", count[1]},
                        {"data_parallel", count[2]},
                        {"expert_parallel", count[3]},
-                       {"pipeline_parallel", counted_pipeline_bytes(t, m.pp_idx, e)}}},
+                       {"pipeline_parallel", analytic_pipeline_bytes_per_step(t, m.pp_idx, e)}}},
                      {"bytes_sent_per_step", r.steps ? double(sent) / r.steps : 0.0}});
   }
   const BlasKernel blas = blas_kernel();
