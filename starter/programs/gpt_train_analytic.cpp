@@ -1,6 +1,7 @@
 // What gpt_train's layouts should cost, counted from the model's shape alone (the handout's
 // "Training the GPT"): the bytes each group (and each pipeline stage) sends in a training step and
-// block keeps, per rank. print_results sets them beside what the ranks measured.
+// the activations one block keeps, per rank. print_results sets them beside what the ranks
+// measured.
 //
 // Notation (dtk/gpt/config.hpp): h, a, L, V, T, E, k; e bytes per value; on one rank N = B/dp ·
 // T/cp rows, w = h/tp columns of Q, K, V. The Communicator counts an all-reduce of n bytes over
