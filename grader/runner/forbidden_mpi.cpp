@@ -50,6 +50,8 @@ std::string communicator_call_of(const std::string& call) {
       {"MPI_Send", "Send"},
       {"MPI_Recv", "Recv"},
       {"MPI_Sendrecv", "Sendrecv"},
+      {"MPI_Isend", "Isend"},
+      {"MPI_Irecv", "Irecv"},
       {"MPI_Barrier", "Barrier"},
       {"MPI_Allreduce", "Allreduce"},
       {"MPI_Allgather", "Allgather"},
@@ -107,6 +109,37 @@ void count_received(MPI_Comm comm, const MPI_Status& status, MPI_Datatype type) 
   int n = 0;
   PMPI_Get_count(&status, type, &n);
   if (n != MPI_UNDEFINED) count(type, 0, bytes_of(n, type));
+}
+
+// The receives posted by Irecv and not yet completed, with what their completion counts: a
+// message's length is known only then. Keyed by the MPI request, which MPI_Wait and MPI_Test
+// reset to MPI_REQUEST_NULL once it completes.
+struct PendingReceive {
+  MPI_Comm comm;
+  MPI_Datatype type;
+};
+std::map<MPI_Request, PendingReceive>& pending_receives() {
+  static std::map<MPI_Request, PendingReceive> by_request;
+  return by_request;
+}
+std::mutex pending_mutex;
+
+void remember_receive(MPI_Request request, MPI_Comm comm, MPI_Datatype type) {
+  const std::lock_guard<std::mutex> lock(pending_mutex);
+  pending_receives()[request] = {comm, type};
+}
+
+// Called with the request as it was before MPI_Wait or MPI_Test completed it.
+void count_completed(MPI_Request request, const MPI_Status& status) {
+  PendingReceive receive{};
+  {
+    const std::lock_guard<std::mutex> lock(pending_mutex);
+    const auto found = pending_receives().find(request);
+    if (found == pending_receives().end()) return;  // an Isend: counted when posted
+    receive = found->second;
+    pending_receives().erase(found);
+  }
+  count_received(receive.comm, status, receive.type);
 }
 
 // A collective's bytes, by the Communicator's estimates: what a rank sends and, rings being
@@ -245,12 +278,39 @@ extern "C" int MPI_Sendrecv(Buf sb, int sn, Dt st, int to, int stag, void* rb, i
 DTK_FORBID(Ssend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
 DTK_FORBID(Bsend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
 DTK_FORBID(Rsend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, to, tag, c))
-DTK_FORBID(Isend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r),
-           (b, n, t, to, tag, c, r))
+// Non-blocking: Isend counts when posted, Irecv when MPI_Wait or MPI_Test completes it (the
+// calls the Communicator's Request makes; they move no data of their own, so they are not
+// watched).
+extern "C" int MPI_Isend(Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r) {
+  dtk::grade::watch("MPI_Isend", __builtin_return_address(0));
+  const int error = PMPI_Isend(b, n, t, to, tag, c, r);
+  if (error == MPI_SUCCESS) dtk::grade::count_sent(c, to, n, t);
+  return error;
+}
+extern "C" int MPI_Irecv(void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Request* r) {
+  dtk::grade::watch("MPI_Irecv", __builtin_return_address(0));
+  const int error = PMPI_Irecv(b, n, t, from, tag, c, r);
+  if (error == MPI_SUCCESS) dtk::grade::remember_receive(*r, c, t);
+  return error;
+}
+extern "C" int MPI_Wait(MPI_Request* r, MPI_Status* s) {
+  const MPI_Request request = *r;
+  MPI_Status own;
+  MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
+  const int error = PMPI_Wait(r, status);
+  if (error == MPI_SUCCESS) dtk::grade::count_completed(request, *status);
+  return error;
+}
+extern "C" int MPI_Test(MPI_Request* r, int* done, MPI_Status* s) {
+  const MPI_Request request = *r;
+  MPI_Status own;
+  MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
+  const int error = PMPI_Test(r, done, status);
+  if (error == MPI_SUCCESS && *done) dtk::grade::count_completed(request, *status);
+  return error;
+}
 DTK_FORBID(Issend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r),
            (b, n, t, to, tag, c, r))
-DTK_FORBID(Irecv, (void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Request* r),
-           (b, n, t, from, tag, c, r))
 DTK_FORBID(Sendrecv_replace,
            (void* b, int n, Dt t, int to, int stag, int from, int rtag, MPI_Comm c, MPI_Status* s),
            (b, n, t, to, stag, from, rtag, c, s))

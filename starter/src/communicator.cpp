@@ -311,4 +311,83 @@ void Communicator::sendrecv(const detail::Buffer& send, int dest, const detail::
   });
 }
 
+// ---- Non-blocking point-to-point -------------------------------------------------------------
+
+struct Request::State {
+  MPI_Request request = MPI_REQUEST_NULL;
+  detail::Buffer receive{};  // Irecv's buffer, its length checked on completion; count 0 for Isend
+  bool is_receive = false;
+  int world_peer = -1;  // for the observer's "Wait"
+};
+
+Request::Request() = default;
+Request::Request(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Request::Request(Request&&) noexcept = default;
+
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    if (!complete()) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);  // as the destructor does
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!complete() && !finalized) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
+}
+
+bool Request::complete() const { return !state_ || state_->request == MPI_REQUEST_NULL; }
+
+namespace {
+// What a request's completion checks and reports: an Irecv's whole message, and a "Wait" for
+// the observer timed from `begin`.
+void finish(const Request::State& state, const MPI_Status& status, double begin) {
+  if (state.is_receive) require_whole_message(status, state.receive, "Irecv");
+  if (observer) observer({"Wait", state.world_peer, -1, 0, begin, MPI_Wtime()});
+}
+}  // namespace
+
+void Request::Wait() {
+  if (complete()) return;
+  const double begin = observer ? MPI_Wtime() : 0;
+  MPI_Status status;
+  MPI_Wait(&state_->request, &status);
+  finish(*state_, status, begin);
+}
+
+bool Request::Test() {
+  if (complete()) return true;
+  const double begin = observer ? MPI_Wtime() : 0;
+  int done = 0;
+  MPI_Status status;
+  MPI_Test(&state_->request, &done, &status);
+  if (done) finish(*state_, status, begin);
+  return done != 0;
+}
+
+Request Communicator::isend(const detail::Buffer& buf, int dest, int tag) {
+  const int count = as_mpi_count(buf.count, "Isend");
+  auto state = std::make_unique<Request::State>();
+  shared_->complete({"Isend", dest, -1, buf.count * buf.element_bytes}, [&] {
+    MPI_Isend(buf.data, count, buf.type, dest, tag, shared_->comm, &state->request);
+  });
+  if (observer) state->world_peer = shared_->world_rank_of(dest);
+  return Request(std::move(state));
+}
+
+Request Communicator::irecv(const detail::Buffer& buf, int source, int tag) {
+  const int count = as_mpi_count(buf.count, "Irecv");
+  auto state = std::make_unique<Request::State>();
+  state->receive = buf;
+  state->is_receive = true;
+  shared_->complete({"Irecv", source}, [&] {
+    MPI_Irecv(const_cast<void*>(buf.data), count, buf.type, source, tag, shared_->comm,
+              &state->request);
+  });
+  if (observer) state->world_peer = shared_->world_rank_of(source);
+  return Request(std::move(state));
+}
+
 }  // namespace dtk

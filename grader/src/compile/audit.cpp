@@ -105,6 +105,8 @@ const std::map<std::string, std::string>& communicator_calls() {
       {"dtk::Communicator::send(", "Send"},
       {"dtk::Communicator::recv(", "Recv"},
       {"dtk::Communicator::sendrecv(", "Sendrecv"},
+      {"dtk::Communicator::isend(", "Isend"},
+      {"dtk::Communicator::irecv(", "Irecv"},
       {"dtk::Communicator::Barrier(", "Barrier"},
       {"dtk::Communicator::Split(", "Split"}};
   return calls;

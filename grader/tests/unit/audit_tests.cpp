@@ -1,6 +1,7 @@
 // The symbol audit, on `readelf -SrsW` of real objects (data/audit_sample.cpp compiled with
 // -ffunction-sections; data/audit_sample.readelf): get_info calls MPI_Bcast, split_train reaches
-// fork through a helper, naive_collect_forward_input calls only MPI_Allreduce; and two objects
+// fork through a helper, naive_collect_forward_input calls only MPI_Allreduce, my_reduce_scatter
+// Communicator::Isend; and two objects
 // linked together, by a call (data/audit_cross_*) or a global function pointer
 // (data/audit_pointer_*).
 #include <catch2/catch.hpp>
@@ -28,7 +29,8 @@ std::string sample() { return listing("audit_sample"); }
 const AuditRules rules{{"MPI_Allreduce", "MPI_Allgather"},
                        {"Allreduce", "Allgather", "Send", "Recv", "Sendrecv"},
                        {"fork", "dlsym"}};
-const std::vector<std::string> graded = {"get_info", "split_train", "naive_collect_forward_input"};
+const std::vector<std::string> graded = {"get_info", "split_train", "naive_collect_forward_input",
+                                         "my_reduce_scatter"};
 
 const AuditRules point_to_point{{}, {"Send", "Recv", "Sendrecv"}, {}};
 
@@ -72,6 +74,16 @@ TEST_CASE("a Communicator call counts as a call of its own, ruled by allowed_com
   const Audit audit = audit_object(sample(), own, point_to_point);
   CHECK(audit.forbidden.count("my_allgather") == 0);
   CHECK(audit.forbidden.at("my_allreduce") == std::set<std::string>{"Communicator::Allreduce"});
+}
+
+TEST_CASE("Isend is a Communicator call of its own: refused unless allowed", "[audit]") {
+  std::vector<std::string> own = graded;
+  own.insert(own.end(), {"my_allgather", "my_allreduce"});
+  CHECK(audit_object(sample(), own, rules).forbidden.at("my_reduce_scatter") ==
+        std::set<std::string>{"Communicator::Isend"});
+  AuditRules non_blocking = rules;
+  non_blocking.allowed_communicator.insert("Isend");
+  CHECK(audit_object(sample(), own, non_blocking).forbidden.count("my_reduce_scatter") == 0);
 }
 
 TEST_CASE("a function's rules follow its calls into the other student files", "[audit]") {

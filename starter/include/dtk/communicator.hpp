@@ -2,8 +2,9 @@
 //
 // This is the only way your code talks to other ranks. It offers exactly the collectives the
 // assignments need (Allreduce, Allgather, Reduce_scatter; Alltoall and Alltoallv for Part 12),
-// Split to make sub-groups, and point-to-point messages (Send, Recv, Sendrecv) to build
-// collectives of your own (Part 7).
+// Split to make sub-groups, point-to-point messages (Send, Recv, Sendrecv) to build
+// collectives of your own (Part 7), and non-blocking ones (Isend, Irecv) that run while your
+// code goes on (assignment 4).
 //
 // Buffers. `src` and `dst` are contiguous, row-major xtensor containers (xt::xtensor,
 // xt::xarray) holding the same value type (float, double, std::int32_t or std::int64_t). `dst`
@@ -21,9 +22,9 @@
 //   Reduce_scatter  n = bytes of dst   adds  (p - 1) * n           (one block per step)
 //   Alltoall        n = bytes of send  adds  (p - 1) * n / p       (every block but its own)
 //   Alltoallv                          adds  the bytes of the blocks for the other ranks
-//   Send            n = bytes sent     adds  n
+//   Send, Isend     n = bytes sent     adds  n                     (Isend: when it is posted)
 //   Sendrecv        n = bytes sent     adds  n                     (what it receives: nothing)
-//   Recv                               adds  0                     (the sender counts them)
+//   Recv, Irecv                        adds  0                     (the sender counts them)
 // Integer division; a communicator of one rank sends nothing in a collective. The counter belongs
 // to the communicator, not to the rank: copies of a Communicator share it (see below).
 // estimated_bytes_sent below is the table's collectives as code.
@@ -81,8 +82,8 @@ void check_same_value_type() {
 
 // void, for container arguments only: keeps Send(ptr, count, dest) from matching the
 // container form Send(buf, dest, tag) with a pointer as the "container".
-template <class C>
-using if_container = std::enable_if_t<!std::is_pointer_v<C>>;
+template <class C, class R = void>
+using if_container = std::enable_if_t<!std::is_pointer_v<C>, R>;
 
 template <class T>
 Buffer describe(const T* data, std::size_t count) {
@@ -94,6 +95,34 @@ Buffer describe(const C& container) {
   return describe(container.data(), container.size());
 }
 }  // namespace detail
+
+// A non-blocking Isend or Irecv in flight. Wait() blocks until it has completed; Test() says
+// whether it has, without blocking (and completes it if so). Until it has completed, its buffer
+// belongs to MPI: do not write a buffer being sent, read a buffer being received into, or
+// destroy either. Open MPI moves a large message only while some rank is inside an MPI call:
+// a request nobody waits on or tests may make no progress at all.
+// A Request is moved, never copied. One destroyed while still in flight is waited for first:
+// a forgotten Wait costs time, never a buffer written after it was freed.
+class Request {
+ public:
+  Request();  // no operation: already complete
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  void Wait();
+  bool Test();
+  bool complete() const;  // Wait or a successful Test has run (no MPI call)
+
+  struct State;  // opaque: the MPI request and what its completion checks and reports
+
+ private:
+  friend class Communicator;
+  explicit Request(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 class Communicator {
  public:
@@ -178,6 +207,21 @@ class Communicator {
     sendrecv(detail::describe(send), dest, detail::describe(recv), source, tag);
   }
 
+  // Non-blocking forms: they return at once, before the message has moved; the Request
+  // completes it (see Request above). Messages between the same two ranks with the same tag
+  // are matched in the order they were posted. Irecv needs `buf` pre-sized as Recv does; its
+  // length is checked when the request completes (Wait or Test throws std::runtime_error). With
+  // non-blocking calls no order of sends and receives deadlocks: post what you will receive,
+  // post what you send, then wait for all of it.
+  template <class S>
+  [[nodiscard]] detail::if_container<S, Request> Isend(const S& buf, int dest, int tag = 0) {
+    return isend(detail::describe(buf), dest, tag);
+  }
+  template <class D>
+  [[nodiscard]] detail::if_container<D, Request> Irecv(D& buf, int source, int tag = 0) {
+    return irecv(detail::describe(buf), source, tag);
+  }
+
   // Pointer forms, to send or receive part of a buffer: `count` elements starting at `data`
   // (e.g. one chunk of a tensor: tensor.data() + offset). T: float, double, int32_t, int64_t.
   template <class T>
@@ -216,6 +260,8 @@ class Communicator {
   void recv(const detail::Buffer& buf, int source, int tag);
   void sendrecv(const detail::Buffer& send, int dest, const detail::Buffer& recv, int source,
                 int tag);
+  Request isend(const detail::Buffer& buf, int dest, int tag);
+  Request irecv(const detail::Buffer& buf, int source, int tag);
 
   std::shared_ptr<Shared> shared_;
 };
@@ -227,9 +273,11 @@ std::uint64_t estimated_bytes_sent(Collective collective, std::uint64_t p, std::
 
 // One completed Communicator call, as a trace records it.
 struct CommunicationCall {
-  const char* call;  // "Send", "Recv", "Sendrecv", "Allreduce", "Allgather", "Reduce_scatter",
-                     // "Alltoall", "Alltoallv", "Barrier"
-  int peer = -1;     // world rank of Send's dest, Recv's source, Sendrecv's dest; -1: collective
+  const char* call;  // "Send", "Recv", "Sendrecv", "Isend", "Irecv" (posted), "Wait" (an Isend
+                     // or Irecv completed, by Wait or Test), "Allreduce", "Allgather",
+                     // "Reduce_scatter", "Alltoall", "Alltoallv", "Barrier"
+  int peer = -1;     // world rank of Send's and Isend's dest, Recv's and Irecv's source,
+                     // Sendrecv's dest, the peer of the request a Wait completed; -1: collective
   int second_peer = -1;       // world rank of Sendrecv's source; -1 otherwise
   std::size_t bytes = 0;      // what the call added to total_bytes_transferred()
   double begin = 0, end = 0;  // MPI_Wtime() before and after the MPI call

@@ -21,11 +21,13 @@ namespace {
 
 bool is_compute(const TimelineEvent& event) { return event.kind != WorkKind::Communication; }
 
-// "Send to 2", "Recv from 1", "Sendrecv 2/1" (to 2, from 1), or the collective's name.
+// "Send to 2", "Recv from 1", "Sendrecv 2/1" (to 2, from 1), "Isend to 2", "Irecv from 1",
+// "Wait on 2" (a request with rank 2 completed), or the collective's name.
 std::string communication_name(const CommunicationCall& call) {
   const std::string name = call.call;
-  if (name == "Send") return "Send to " + std::to_string(call.peer);
-  if (name == "Recv") return "Recv from " + std::to_string(call.peer);
+  if (name == "Send" || name == "Isend") return name + " to " + std::to_string(call.peer);
+  if (name == "Recv" || name == "Irecv") return name + " from " + std::to_string(call.peer);
+  if (name == "Wait") return "Wait on " + std::to_string(call.peer);
   if (name == "Sendrecv") {
     return "Sendrecv " + std::to_string(call.peer) + "/" + std::to_string(call.second_peer);
   }

@@ -26,4 +26,9 @@ int naive_collect_forward_input(int x) {
 // Collectives of one's own: point-to-point calls, and one collective through the Communicator.
 void my_allgather(std::vector<float>& v, Communicator& comm) { comm.Sendrecv(v, 1, v, 0); }
 void my_allreduce(std::vector<float>& v, Communicator& comm) { comm.Allreduce(v, v); }
+// A non-blocking send, for the rules of Isend.
+void my_reduce_scatter(std::vector<float>& v, Communicator& comm) {
+  Request sending = comm.Isend(v, 1);
+  sending.Wait();
+}
 }  // namespace dtk
