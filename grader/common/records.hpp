@@ -57,10 +57,16 @@
 
 namespace dtk::grade {
 
+// A chunk_step's code: micro-batch times this, plus the chunk (chunks < kChunkStepBase).
+constexpr long long kChunkStepBase = 1000;
+
 struct Value {
   enum class Kind { integer, real, tensor };
   Kind kind = Kind::real;
-  std::string dtype;  // tensors: "float", "double", "int32" or "int64"
+  // Tensors: "float", "double", "int32" or "int64", or a schedule: "step" (micro-batch mb's
+  // forward is mb, its backward -1 - mb) or "chunk_step" (through chunk v: mb * kChunkStepBase
+  // + v, and -1 minus that).
+  std::string dtype;
   std::vector<std::size_t> shape;
   std::vector<double> values;  // a real or a tensor's elements, row-major
   long long integer = 0;

@@ -66,6 +66,12 @@ dtk_grade_selftest(assignment3_starter_part12 ASSIGNMENT 3 BASE starter PARTS 12
                    EXPECT_OUTPUT "Graded: Part 12 only \\(--parts\\)"
                                  "not implemented yet: NotImplemented: dtk::moe_dispatch")
 
+# Assignment 4: the reference gets full marks, the starter none.
+dtk_grade_selftest(assignment4_solutions ASSIGNMENT 4 EXPECT 14=full EXPECT_OUTPUT "Seed 7")
+dtk_grade_selftest(assignment4_starter ASSIGNMENT 4 BASE starter EXPECT 14=zero
+                   EXPECT_OUTPUT "not implemented yet: NotImplemented: dtk::interleaved_schedule"
+                                 "not implemented yet: NotImplemented: dtk::run_interleaved_schedule")
+
 # An honest submission's tests run in one launch of the runner, whose ranks wait asleep.
 add_test(NAME grader_one_launch
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/one_launch.py $<TARGET_FILE:dtk-grade>

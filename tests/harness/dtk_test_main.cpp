@@ -116,6 +116,7 @@ class Watchdog {
   void arm(const std::string& test_case) {
     std::lock_guard<std::mutex> lock(mutex_);
     test_case_ = test_case;
+    thrown_.clear();
     deadline_ = std::chrono::steady_clock::now() + limit();
     armed_ = true;
     if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
@@ -125,6 +126,14 @@ class Watchdog {
   void disarm() {
     std::lock_guard<std::mutex> lock(mutex_);
     armed_ = false;
+  }
+
+  // What this rank's code under test threw in the running case: a rank that threw goes on to
+  // the harness's collective while the others may wait for its messages, so the case hangs
+  // and the exception would never be shown.
+  void note_thrown(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    thrown_ = what;
   }
 
  private:
@@ -146,8 +155,12 @@ class Watchdog {
                   << " s: probably a rank is waiting in a collective the other ranks never "
                      "entered, or in a Send or Recv that no rank matches (or a loop never "
                      "ends). Stopping "
-                  << program_name << ".\n"
-                  << std::flush;
+                  << program_name << ".\n";
+        if (!thrown_.empty()) {
+          std::cerr << "[rank " << world_rank() << "] Before that, its code threw: " << thrown_
+                    << "\n";
+        }
+        std::cerr << std::flush;
         std::_Exit(3);
       }
     }
@@ -157,6 +170,7 @@ class Watchdog {
   std::condition_variable wake_;
   std::thread thread_;
   std::string test_case_;
+  std::string thrown_;
   std::chrono::steady_clock::time_point deadline_;
   bool armed_ = false;
   bool stopping_ = false;
@@ -186,8 +200,10 @@ void on_every_rank(int ranks, const std::function<void(Checks&)>& body) {
     body(checks);
   } catch (const std::exception& error) {
     checks.that(false, error.what());
+    watchdog.note_thrown(error.what());
   } catch (...) {
     checks.that(false, "threw an exception that is not a std::exception");
+    watchdog.note_thrown("an exception that is not a std::exception");
   }
 
   std::string mine;

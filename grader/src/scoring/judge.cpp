@@ -38,12 +38,22 @@ std::string index_text(std::size_t index, const std::vector<std::size_t>& shape)
   return shape_text(at);
 }
 
+// Whether a record is a schedule: "step" (micro-batch mb's forward is mb, its backward
+// -1 - mb) or "chunk_step" (through chunk v: the forward is mb * kChunkStepBase + v, the backward
+// -1 minus that; records.hpp).
+bool is_schedule(const Value& value) {
+  return value.dtype == "step" || value.dtype == "chunk_step";
+}
+
 // One element as the feedback shows it: a number with the digits of its type, or a schedule's
-// step ("step" records: micro-batch mb's forward is mb, its backward -1 - mb) as "F3" or "B3".
+// step as "F3" or "B3", through a chunk "F3.1" or "B3.1".
 std::string element_text(const Value& value, double element) {
-  if (value.dtype == "step") {
+  if (is_schedule(value)) {
     const long long code = std::llround(element);
-    return code >= 0 ? "F" + std::to_string(code) : "B" + std::to_string(-1 - code);
+    const long long step = code >= 0 ? code : -1 - code;
+    const std::string op = code >= 0 ? "F" : "B";
+    if (value.dtype == "step") return op + std::to_string(step);
+    return op + std::to_string(step / kChunkStepBase) + "." + std::to_string(step % kChunkStepBase);
   }
   return number(element, value.dtype == "float");
 }
@@ -54,7 +64,7 @@ std::string element_text(const Value& value, double element) {
 //             [3, 4]]
 // A schedule reads as the public tests write it: F0 F1 B0 ...
 std::string tensor_text(const Value& value) {
-  if (value.dtype == "step") {
+  if (is_schedule(value)) {
     std::string text;
     for (double element : value.values)
       text += (text.empty() ? "" : " ") + element_text(value, element);
@@ -101,7 +111,7 @@ bool same_tensor(const Value& expected, const Value& actual, double rtol) {
 }
 
 double tensor_rtol(const Value& expected, const Tolerances& tolerances) {
-  if (expected.dtype == "int32" || expected.dtype == "int64" || expected.dtype == "step") return 0;
+  if (expected.dtype == "int32" || expected.dtype == "int64" || is_schedule(expected)) return 0;
   return expected.dtype == "float" ? tolerances.float_rtol : tolerances.double_rtol;
 }
 
@@ -133,7 +143,7 @@ std::string compare(const std::string& name, const Value& expected, const Value&
            number(100 * tolerances.real_rtol) + "%), got " + number(actual.values[0]);
   }
   const bool small = expected.values.size() <= kShowAll && actual.values.size() <= kShowAll;
-  const bool steps = expected.dtype == "step";
+  const bool steps = is_schedule(expected);
   if (expected.shape != actual.shape) {
     std::string text =
         name + ": expected " +

@@ -1,6 +1,6 @@
 // dtk, the Distributed Training Kit: everything the assignment provides and asks for.
 //
-//   Communicator                      communicator.hpp                provided
+//   Communicator, Request             communicator.hpp                provided
 //   gather_text, print_in_rank_order  rank_output.hpp                 provided
 //   group_identical, rank_list        rank_groups.hpp                 provided
 //   NotImplemented                    not_implemented.hpp             provided
@@ -25,8 +25,11 @@
 //   moe_combine, DispatchPlan
 //   plan_training, TrainingPlan,      planner.hpp                     Part 13 (you)
 //   simulate_training_step, ...       (planning/*.hpp)                provided
+//   interleaved_schedule, ChunkStep,  five_dimensional.hpp            Part 14 (you)
+//   run_interleaved_schedule
 //
-// Assignment 3's headers ship in its bundle only: they are included where the tree holds them.
+// Assignments 3's and 4's headers ship in their bundles only: they are included where the tree
+// holds them.
 #pragma once
 
 #include "dtk/communicator.hpp"
@@ -51,4 +54,7 @@
 #endif
 #if __has_include("dtk/planner.hpp")
 #include "dtk/planner.hpp"
+#endif
+#if __has_include("dtk/five_dimensional.hpp")
+#include "dtk/five_dimensional.hpp"
 #endif

@@ -1,0 +1,142 @@
+// Part 14: the GPT in five dimensions at once, its pipeline interleaved.
+// Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
+// In run_interleaved_schedule only pp_comm's Send, Recv, Sendrecv, Isend and Irecv may move data.
+#include <dtk/dtk.hpp>
+
+#include <algorithm>
+#include <array>
+#include <list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dtk {
+
+namespace {
+
+void require(bool ok, const std::string& function, const std::string& what) {
+  if (!ok) throw std::invalid_argument(function + ": " + what);
+}
+
+// ----------------------------------- 14.2's messages --------------------------------------------
+
+// A message's tag names the step it is for: the micro-batch, the model chunk that receives it and
+// whether it is an activation or a gradient. Two ranks exchange both kinds, of many micro-batches
+// and chunks, and MPI matches a receive to the first message of its source and tag: a tag of its
+// own per step makes the order in which they arrive irrelevant.
+int message_tag(PipeOp op, int microbatch, int receiving_chunk, int model_chunks) {
+  return (microbatch * model_chunks + receiving_chunk) * 2 + (op == PipeOp::Backward ? 1 : 0);
+}
+
+// A result on its way to another rank: the Isend's buffer lives here, untouched, until its request
+// has completed. A std::list never moves its elements.
+template <class T>
+struct Outgoing {
+  xt::xtensor<T, 2> buffer;
+  Request request;
+};
+
+std::string shape_text(const std::array<std::size_t, 2>& shape) {
+  return "(" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ")";
+}
+
+}  // namespace
+
+// ----------------------------------- 14.1 -------------------------------------------------------
+
+std::vector<ChunkStep> interleaved_schedule(int rank, int num_ranks, int num_chunks,
+                                            int num_microbatches) {
+  const std::string function = "interleaved_schedule";
+  require(num_ranks >= 1, function, "num_ranks must be >= 1, got " + std::to_string(num_ranks));
+  require(0 <= rank && rank < num_ranks, function,
+          "rank must be in 0 .. num_ranks - 1 = " + std::to_string(num_ranks - 1) + ", got " +
+              std::to_string(rank));
+  require(num_chunks >= 1, function, "num_chunks must be >= 1, got " + std::to_string(num_chunks));
+  require(num_microbatches >= 1 && num_microbatches % num_ranks == 0, function,
+          "num_microbatches must be a positive multiple of num_ranks (" +
+              std::to_string(num_ranks) + "), got " + std::to_string(num_microbatches));
+  const int p = num_ranks, group_steps = num_ranks * num_chunks;
+  const int total = num_microbatches * num_chunks;
+  // The k-th forward or backward: group k / (pV), and inside it p micro-batches per chunk.
+  const auto step = [&](PipeOp op, int k) {
+    const int group = k / group_steps, within = k % group_steps;
+    const int chunk = within / p;
+    return ChunkStep{op, group * p + within % p,
+                     op == PipeOp::Forward ? chunk : num_chunks - 1 - chunk};
+  };
+  const int warm_up = std::min((p - rank - 1) * 2 + (num_chunks - 1) * p, total);
+  std::vector<ChunkStep> steps;
+  int forward = 0, backward = 0;
+  while (forward < warm_up) steps.push_back(step(PipeOp::Forward, forward++));
+  while (forward < total) {
+    steps.push_back(step(PipeOp::Forward, forward++));
+    steps.push_back(step(PipeOp::Backward, backward++));
+  }
+  while (backward < total) steps.push_back(step(PipeOp::Backward, backward++));
+  return steps;
+}
+
+// ----------------------------------- 14.2 -------------------------------------------------------
+
+template <class T>
+void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
+                              const std::vector<ChunkStep>& schedule, Communicator& pp_comm) {
+  const std::string function = "run_interleaved_schedule";
+  const int p = pp_comm.Get_size(), r = pp_comm.Get_rank();
+  const int local_chunks = static_cast<int>(chunks.size());
+  const int model_chunks = p * local_chunks;
+  const int next = (r + 1) % p, previous = (r + p - 1) % p;
+  // Sends never block (Isend), and this rank receives each input in its schedule's order: it
+  // only ever waits for a step that some rank's schedule runs before the one that needs it, so a
+  // valid schedule cannot deadlock. A blocking Recv also drives this rank's sends in flight.
+  std::list<Outgoing<T>> outgoing;
+  for (const ChunkStep& step : schedule) {
+    require(0 <= step.chunk && step.chunk < local_chunks, function,
+            "a step names chunk " + std::to_string(step.chunk) + ", but this rank holds " +
+                std::to_string(local_chunks));
+    PipelineStage<T>& chunk = *chunks[step.chunk];
+    const int c = step.chunk * p + r, mb = step.microbatch;
+    const bool forward = step.op == PipeOp::Forward;
+
+    xt::xtensor<T, 2> input;
+    if (forward && chunk.is_first()) {
+      input = chunk.input_microbatch(mb);
+    } else if (!forward && chunk.is_last()) {
+      input = chunk.loss_grad(mb);
+    } else {
+      input =
+          xt::xtensor<T, 2>::from_shape(forward ? chunk.input_shape(mb) : chunk.output_shape(mb));
+      pp_comm.Recv(input, forward ? previous : next, message_tag(step.op, mb, c, model_chunks));
+    }
+
+    xt::xtensor<T, 2> result = forward ? chunk.forward(mb, input) : chunk.backward(mb, input);
+    if (forward ? chunk.is_last() : chunk.is_first()) continue;
+    const std::array<std::size_t, 2> expected =
+        forward ? chunk.output_shape(mb) : chunk.input_shape(mb);
+    require(result.shape(0) == expected[0] && result.shape(1) == expected[1], function,
+            std::string(forward ? "forward(" : "backward(") + std::to_string(mb) + ") of chunk " +
+                std::to_string(step.chunk) + " returned a " +
+                shape_text({result.shape(0), result.shape(1)}) + " tensor, but its " +
+                (forward ? "output_shape" : "input_shape") + " is " + shape_text(expected));
+    Outgoing<T>& sending = outgoing.emplace_back(Outgoing<T>{std::move(result), Request()});
+    sending.request =
+        pp_comm.Isend(sending.buffer, forward ? next : previous,
+                      message_tag(step.op, mb, forward ? c + 1 : c - 1, model_chunks));
+    // Buffers whose message has left are freed at once: a long schedule keeps only those in
+    // flight.
+    outgoing.remove_if([](Outgoing<T>& o) { return o.request.Test(); });
+  }
+  for (Outgoing<T>& sending : outgoing) sending.request.Wait();
+}
+
+// -------------------------------------------------------------------------------------------
+// Provided: explicit instantiations for float and double. Do not edit below this line: the
+// tests link against exactly these.
+// -------------------------------------------------------------------------------------------
+template void run_interleaved_schedule<float>(const std::vector<PipelineStage<float>*>&,
+                                              const std::vector<ChunkStep>&, Communicator&);
+template void run_interleaved_schedule<double>(const std::vector<PipelineStage<double>*>&,
+                                               const std::vector<ChunkStep>&, Communicator&);
+
+}  // namespace dtk

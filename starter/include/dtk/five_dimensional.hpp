@@ -1,0 +1,83 @@
+// Part 14 (assignment 4): the GPT in five dimensions at once, its pipeline interleaved. You
+// implement these functions in five_dimensional/five_dimensional.cpp.
+//
+// Conventions (Part 8's, grown by one word). p = num_ranks pipeline ranks, V = num_chunks model
+// chunks per rank, m = num_microbatches. The model is cut into p · V consecutive chunks, and
+// pipeline rank r holds the model chunks r, r + p, r + 2p, ...: its chunk v (0 .. V - 1, the
+// `chunk` of a step below) is the model's chunk v · p + r (Megatron-LM's "virtual pipeline
+// stages"). With p = 2 and V = 2, rank 0 holds model chunks 0 and 2, rank 1 chunks 1 and 3.
+// A micro-batch's forward visits model chunks 0, 1, ..., pV - 1 in turn, so it goes round the
+// ranks V times: rank p - 1's chunk v hands its activation to rank 0's chunk v + 1. Its
+// backward goes the other way round. A bad argument throws std::invalid_argument with a message
+// naming the function and the argument.
+#pragma once
+
+#include <vector>
+
+#include "dtk/communicator.hpp"
+#include "dtk/pipeline.hpp"  // PipeOp and PipelineStage, as Part 8 defines them
+
+namespace dtk {
+
+// ---------------------------------------------------------------------------------------------
+// 14.1 The interleaved 1F1B schedule
+// ---------------------------------------------------------------------------------------------
+
+// One unit of work of one pipeline rank: the forward or backward pass of one micro-batch
+// through one of the rank's chunks (0 .. V - 1, this rank's numbering, not the model's).
+struct ChunkStep {
+  PipeOp op;
+  int microbatch;
+  int chunk;
+};
+
+// Megatron-LM's interleaved 1F1B schedule of pipeline rank `rank`: each of its m · V forwards
+// and m · V backwards once, in this order.
+//   - The order of the forwards: the micro-batches go in groups of p (0 .. p - 1, then p ..
+//     2p - 1, ...); a group goes through chunk 0, then the same p micro-batches through chunk 1,
+//     and so on to chunk V - 1, before the next group starts.
+//   - The order of the backwards: the same groups, the chunks in reverse (chunk V - 1 first).
+//   - The interleaving: w = (p - rank - 1) · 2 + (V - 1) · p warm-up forwards (all m · V of them
+//     when w is larger), then one forward and one backward in turn while forwards remain, then
+//     the remaining backwards.
+// Example, rank 0 of p = 2 with V = 2 and m = 4 (F1.0: the forward of micro-batch 1 through
+// chunk 0), w = 4:
+//   F0.0 F1.0 F0.1 F1.1 | F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 | B2.1 B3.1 B2.0 B3.0
+// With V = 1 it is a 1F1B whose warm-up is longer than Part 8's. Requires num_ranks >= 1,
+// 0 <= rank < num_ranks, num_chunks >= 1, and num_microbatches a positive multiple of num_ranks
+// (whole groups).
+std::vector<ChunkStep> interleaved_schedule(int rank, int num_ranks, int num_chunks,
+                                            int num_microbatches);
+
+// ---------------------------------------------------------------------------------------------
+// 14.2 Running a chunked schedule
+// ---------------------------------------------------------------------------------------------
+
+// Runs `schedule` (this rank's steps, e.g. from interleaved_schedule) on this rank's chunks:
+// chunks[v] is its chunk v, i.e. the model's chunk c = v · p + r, with p = pp_comm.Get_size()
+// and r = pp_comm.Get_rank(); V = chunks.size(). Every rank of pp_comm calls it with its own
+// chunks and schedule. Only the model's chunk 0 is_first() and only its chunk pV - 1 is_last().
+// For each step (Part 8.5's rules, chunk by chunk):
+//   Forward(mb, v):  input = is_first() ? input_microbatch(mb) : the output of forward(mb) of the
+//                    model's chunk c - 1, an (input_shape(mb)) tensor; output = forward(mb, input)
+//                    goes to the model's chunk c + 1 unless is_last().
+//   Backward(mb, v): grad = is_last() ? loss_grad(mb) : the input gradient backward(mb) of the
+//                    model's chunk c + 1 returned, of shape output_shape(mb); what backward(mb,
+//                    grad) returns goes to the model's chunk c - 1 unless is_first().
+// Data moves with pp_comm's Send, Recv, Sendrecv, Isend and Irecv only; every request has
+// completed when the function returns. The traps:
+//   - the ranks form a ring (rank p - 1 sends to rank 0, and gradients go the other way), and a
+//     blocking Send of a large activation waits for its Recv: the run must never deadlock,
+//     whatever the activations' size (the tests use 1 MB), for any valid schedule;
+//   - two ranks exchange activations and gradients of several micro-batches and chunks, and a
+//     valid schedule may take them in another order than the neighbour sent them (one rank
+//     running its micro-batches last to first, say): each message must reach the step it
+//     belongs to;
+//   - a buffer handed to Isend belongs to MPI until its request completes: keep it alive and
+//     unchanged until then;
+//   - with p = 1 every chunk hands its output to the same rank.
+template <class T>
+void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
+                              const std::vector<ChunkStep>& schedule, Communicator& pp_comm);
+
+}  // namespace dtk

@@ -1,0 +1,431 @@
+// Part 14 public tests: interleaved_schedule and run_interleaved_schedule, on 4 ranks.
+//   mpirun -n 4 ./build/tests/test_five_dimensional
+// The schedules expected are written out by hand from the header's rules; every other schedule
+// is checked by what any valid schedule must be (each step once, and runnable by the whole
+// pipeline without a rank waiting forever). The executor is driven by chunks of this file whose
+// tensors say where they come from, on a schedule of this file, and the last cases send
+// activations of 1 MB and more.
+#include "dtk_test.hpp"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+constexpr int kRanks = 4;
+
+using dtk::testing::expect_invalid_argument;
+using dtk::testing::report_first_few;
+
+// "F0.1 B2.0 ...": F0.1 is the forward of micro-batch 0 through the rank's chunk 1.
+std::string schedule_text(const std::vector<dtk::ChunkStep>& steps) {
+  std::string text;
+  for (const dtk::ChunkStep& step : steps) {
+    text += (text.empty() ? "" : " ") + std::string(step.op == dtk::PipeOp::Forward ? "F" : "B") +
+            std::to_string(step.microbatch) + "." + std::to_string(step.chunk);
+  }
+  return text;
+}
+
+std::vector<dtk::ChunkStep> parse_schedule(const std::string& text) {
+  std::vector<dtk::ChunkStep> steps;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    const std::size_t dot = word.find('.');
+    steps.push_back({word[0] == 'F' ? dtk::PipeOp::Forward : dtk::PipeOp::Backward,
+                     std::stoi(word.substr(1, dot - 1)), std::stoi(word.substr(dot + 1))});
+  }
+  return steps;
+}
+
+std::string count_of(int n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string layout_text(int rank, int p, int v, int m) {
+  return "interleaved_schedule(rank " + std::to_string(rank) + ", " + count_of(p, "rank", "ranks") +
+         ", " + count_of(v, "chunk", "chunks") + ", " +
+         count_of(m, "micro-batch", "micro-batches") + ")";
+}
+
+// Written out by hand from the header's rules: {p, V, m} -> every rank's schedule.
+const std::map<std::tuple<int, int, int>, std::vector<std::string>> kByHand = {
+    {{2, 2, 4},
+     {"F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0",
+      "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0"}},
+    {{4, 2, 4},
+     {"F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 B0.1 B1.1 B2.1 B3.1 B0.0 B1.0 B2.0 B3.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 B0.1 B1.1 B2.1 B3.1 B0.0 B1.0 B2.0 B3.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 B2.1 B3.1 B0.0 B1.0 B2.0 B3.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 B0.0 B1.0 B2.0 B3.0"}},
+    {{2, 3, 2},
+     {"F0.0 F1.0 F0.1 F1.1 F0.2 F1.2 B0.2 B1.2 B0.1 B1.1 B0.0 B1.0",
+      "F0.0 F1.0 F0.1 F1.1 F0.2 B0.2 F1.2 B1.2 B0.1 B1.1 B0.0 B1.0"}},
+    {{3, 1, 3},
+     {"F0.0 F1.0 F2.0 B0.0 B1.0 B2.0", "F0.0 F1.0 F2.0 B0.0 B1.0 B2.0",
+      "F0.0 B0.0 F1.0 B1.0 F2.0 B2.0"}},
+    {{1, 3, 2}, {"F0.0 F0.1 F0.2 B0.2 F1.0 B0.1 F1.1 B0.0 F1.2 B1.2 B1.1 B1.0"}},
+};
+
+// Why `schedules` (every rank's, p ranks of V chunks, m micro-batches) is not a valid chunked
+// schedule, or "": each rank runs each forward and each backward of its chunks once, and the
+// whole pipeline can run them in these orders (a rank waits only for a step another rank runs
+// earlier in its own order, the model's chunk c being rank c % p's chunk c / p).
+std::string schedule_problem(const std::vector<std::vector<dtk::ChunkStep>>& schedules, int p,
+                             int v, int m) {
+  const int chunks = p * v;
+  for (int r = 0; r < p; ++r) {
+    std::set<std::tuple<int, int, int>> seen;
+    for (const dtk::ChunkStep& s : schedules[r]) {
+      if (s.microbatch < 0 || s.microbatch >= m || s.chunk < 0 || s.chunk >= v) {
+        return "rank " + std::to_string(r) + "'s step " + schedule_text({s}) +
+               " names no micro-batch or chunk of the run";
+      }
+      if (!seen.insert({static_cast<int>(s.op), s.microbatch, s.chunk}).second) {
+        return "rank " + std::to_string(r) + " runs " + schedule_text({s}) + " twice";
+      }
+    }
+    if (static_cast<int>(seen.size()) != 2 * m * v) {
+      return "rank " + std::to_string(r) + " runs " + std::to_string(seen.size()) +
+             " steps, not every forward and backward of its chunks (" + std::to_string(2 * m * v) +
+             ")";
+    }
+  }
+  std::set<std::tuple<int, int, int>> done;  // (op, micro-batch, model chunk)
+  std::vector<std::size_t> next(p, 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int r = 0; r < p; ++r) {
+      for (; next[r] < schedules[r].size(); ++next[r]) {
+        const dtk::ChunkStep& s = schedules[r][next[r]];
+        const int c = s.chunk * p + r, forward = static_cast<int>(dtk::PipeOp::Forward),
+                  backward = static_cast<int>(dtk::PipeOp::Backward);
+        const bool ready =
+            s.op == dtk::PipeOp::Forward
+                ? c == 0 || done.count({forward, s.microbatch, c - 1})
+                : done.count({forward, s.microbatch, c}) &&
+                      (c == chunks - 1 || done.count({backward, s.microbatch, c + 1}));
+        if (!ready) break;
+        done.insert({static_cast<int>(s.op), s.microbatch, c});
+        moved = true;
+      }
+    }
+  }
+  for (int r = 0; r < p; ++r) {
+    if (next[r] < schedules[r].size()) {
+      return "rank " + std::to_string(r) + " waits forever at its step " +
+             schedule_text({schedules[r][next[r]]}) +
+             ": the step it needs runs later in some rank's order";
+    }
+  }
+  return "";
+}
+
+// A chunked schedule of this file for the executor tests (valid, and not 14.1's): every forward,
+// chunk after chunk, then every backward, the chunks in reverse; `reversed`, each chunk's
+// micro-batches last to first.
+std::vector<dtk::ChunkStep> forwards_then_backwards(int v, int m, bool reversed = false) {
+  std::vector<dtk::ChunkStep> steps;
+  const auto microbatch = [&](int i) { return reversed ? m - 1 - i : i; };
+  for (int chunk = 0; chunk < v; ++chunk)
+    for (int i = 0; i < m; ++i) steps.push_back({dtk::PipeOp::Forward, microbatch(i), chunk});
+  for (int chunk = v - 1; chunk >= 0; --chunk)
+    for (int i = 0; i < m; ++i) steps.push_back({dtk::PipeOp::Backward, microbatch(i), chunk});
+  return steps;
+}
+
+// ----------------------------------- 14.2's chunks ------------------------------------------
+
+enum class Kind { Activation, Gradient };
+
+// Every value says what it is: the activation leaving model chunk c of micro-batch mb is
+// +(1000 (c + 2) + mb + (element % 8)/8), the data (c = -1) included; the gradient entering
+// chunk c from chunk c + 1 is the negative of the same formula (the loss gradient: c = pV).
+template <class T>
+T tag_value(Kind kind, int chunk, int mb, std::size_t element) {
+  const double value = 1000.0 * (chunk + 2) + mb + static_cast<double>(element % 8) / 8;
+  return static_cast<T>(kind == Kind::Activation ? value : -value);
+}
+
+template <class T>
+xt::xtensor<T, 2> tagged(Kind kind, int chunk, int mb, const std::array<std::size_t, 2>& shape) {
+  xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape(shape);
+  for (std::size_t e = 0; e < out.size(); ++e) out.data()[e] = tag_value<T>(kind, chunk, mb, e);
+  return out;
+}
+
+std::string describe(double value, int chunks) {
+  const double magnitude = std::abs(value);
+  const int chunk = static_cast<int>(magnitude / 1000) - 2;
+  const std::string mb = "micro-batch " + std::to_string(static_cast<int>(magnitude) % 1000);
+  if (chunk < -1 || chunk > chunks) return "a value no chunk sent (" + std::to_string(value) + ")";
+  if (value > 0) {
+    return chunk == -1 ? mb + " of the data"
+                       : "model chunk " + std::to_string(chunk) + "'s activation of " + mb;
+  }
+  return chunk == chunks ? "the loss gradient of " + mb
+                         : "model chunk " + std::to_string(chunk) + "'s input gradient of " + mb;
+}
+
+std::string shape_text(const std::array<std::size_t, 2>& shape) {
+  std::ostringstream text;
+  text << "(" << shape[0] << ", " << shape[1] << ")";
+  return text.str();
+}
+
+// The model's chunk `chunk` of `chunks`. It records its calls and checks every input is exactly
+// what the chunk before (or the data, or the loss) made for that micro-batch. The activation
+// entering model chunk c of micro-batch mb is (rows + mb, width + c): its shape differs from
+// chunk to chunk and from micro-batch to micro-batch.
+template <class T>
+class TracingChunk : public dtk::PipelineStage<T> {
+ public:
+  TracingChunk(int chunk, int chunks, std::size_t rows, std::size_t width)
+      : chunk_(chunk), chunks_(chunks), rows_(rows), width_(width) {}
+
+  bool is_first() const override { return chunk_ == 0; }
+  bool is_last() const override { return chunk_ == chunks_ - 1; }
+  std::array<std::size_t, 2> input_shape(int mb) const override { return shape(mb, chunk_); }
+  std::array<std::size_t, 2> output_shape(int mb) const override { return shape(mb, chunk_ + 1); }
+
+  xt::xtensor<T, 2> input_microbatch(int mb) const override {
+    if (!is_first()) problem("input_microbatch(" + std::to_string(mb) + ") on a later chunk");
+    return tagged<T>(Kind::Activation, -1, mb, input_shape(mb));
+  }
+  xt::xtensor<T, 2> forward(int mb, const xt::xtensor<T, 2>& input) override {
+    calls.push_back(mb);
+    check_received("forward(" + std::to_string(mb) + ")", input,
+                   tagged<T>(Kind::Activation, chunk_ - 1, mb, input_shape(mb)));
+    return tagged<T>(Kind::Activation, chunk_, mb, output_shape(mb));
+  }
+  xt::xtensor<T, 2> loss_grad(int mb) const override {
+    if (!is_last()) problem("loss_grad(" + std::to_string(mb) + ") on a chunk but the last");
+    return tagged<T>(Kind::Gradient, chunks_, mb, output_shape(mb));
+  }
+  xt::xtensor<T, 2> backward(int mb, const xt::xtensor<T, 2>& output_grad) override {
+    calls.push_back(-1 - mb);
+    check_received("backward(" + std::to_string(mb) + ")", output_grad,
+                   tagged<T>(Kind::Gradient, chunk_ + 1, mb, output_shape(mb)));
+    return tagged<T>(Kind::Gradient, chunk_, mb, input_shape(mb));
+  }
+
+  // The bytes this chunk's results add to what the rank sends, for m micro-batches.
+  std::uint64_t bytes_sent(int m) const {
+    std::uint64_t values = 0;
+    for (int mb = 0; mb < m; ++mb) {
+      if (!is_last()) values += output_shape(mb)[0] * output_shape(mb)[1];
+      if (!is_first()) values += input_shape(mb)[0] * input_shape(mb)[1];
+    }
+    return values * sizeof(T);
+  }
+
+  std::vector<int> calls;  // forward(mb): mb; backward(mb): -1 - mb
+  mutable std::vector<std::string> problems;
+
+ private:
+  std::array<std::size_t, 2> shape(int mb, int boundary) const {
+    return {rows_ + mb, width_ + boundary};
+  }
+  void problem(const std::string& text) const {
+    problems.push_back("model chunk " + std::to_string(chunk_) + ": " + text);
+  }
+  void check_received(const std::string& call, const xt::xtensor<T, 2>& actual,
+                      const xt::xtensor<T, 2>& expected) const {
+    const std::array<std::size_t, 2> actual_shape = {actual.shape(0), actual.shape(1)};
+    const std::array<std::size_t, 2> expected_shape = {expected.shape(0), expected.shape(1)};
+    if (actual_shape != expected_shape) {
+      problem(call + " got a " + shape_text(actual_shape) + " tensor, expected " +
+              shape_text(expected_shape));
+      return;
+    }
+    for (std::size_t e = 0; e < expected.size(); ++e) {
+      if (actual.data()[e] != expected.data()[e]) {
+        problem(call + " got " + describe(actual.data()[e], chunks_) + " (element " +
+                std::to_string(e) + "), expected " + describe(expected.data()[e], chunks_));
+        return;
+      }
+    }
+  }
+
+  int chunk_, chunks_;
+  std::size_t rows_, width_;
+};
+
+// What the steps of `schedule` through chunk v should have called on it, in order.
+std::vector<int> calls_of(const std::vector<dtk::ChunkStep>& schedule, int v) {
+  std::vector<int> calls;
+  for (const dtk::ChunkStep& s : schedule) {
+    if (s.chunk == v)
+      calls.push_back(s.op == dtk::PipeOp::Forward ? s.microbatch : -1 - s.microbatch);
+  }
+  return calls;
+}
+
+std::string calls_text(const std::vector<int>& calls) {
+  std::string text;
+  for (int c : calls)
+    text += (text.empty() ? "" : " ") +
+            (c >= 0 ? "F" + std::to_string(c) : "B" + std::to_string(-1 - c));
+  return text;
+}
+
+// A schedule for rank r of p with V chunks and m micro-batches.
+using ScheduleMaker = std::function<std::vector<dtk::ChunkStep>(int r, int p, int v, int m)>;
+
+// Runs pipelines of p = 1, 2 and 4 ranks on the 4 ranks (rank r is pipeline rank r % p of
+// pipeline r / p) for each count of chunks and micro-batches the maker takes, and checks every
+// chunk's calls, every tensor it received and the bytes the rank sent.
+template <class T>
+void check_executor(dtk::testing::Checks& check, const ScheduleMaker& make_schedule,
+                    const std::string& name, const std::vector<std::tuple<int, int, int>>& runs,
+                    std::size_t rows, std::size_t width) {
+  dtk::Communicator world;
+  const int rank = world.Get_rank();
+  report_first_few(check, [&](dtk::testing::Checks& each) {
+    for (const auto& [p, v, m] : runs) {
+      dtk::Communicator pp_comm = world.Split(/*color=*/rank / p, /*key=*/rank);
+      const int r = pp_comm.Get_rank();
+      const std::vector<dtk::ChunkStep> schedule = make_schedule(r, p, v, m);
+      std::vector<TracingChunk<T>> chunks;
+      for (int c = 0; c < v; ++c) chunks.emplace_back(c * p + r, p * v, rows, width);
+      std::vector<dtk::PipelineStage<T>*> handed;
+      for (TracingChunk<T>& chunk : chunks) handed.push_back(&chunk);
+      const std::uint64_t bytes_before = pp_comm.total_bytes_transferred();
+      dtk::run_interleaved_schedule<T>(handed, schedule, pp_comm);
+      const std::uint64_t bytes_sent = pp_comm.total_bytes_transferred() - bytes_before;
+
+      const std::string run = name + ", " + std::to_string(p) + " rank(s) x " + std::to_string(v) +
+                              " chunk(s), " + std::to_string(m) + " micro-batch(es), rank " +
+                              std::to_string(r) + ": ";
+      std::uint64_t expected_bytes = 0;
+      for (int c = 0; c < v; ++c) {
+        const std::vector<int> expected = calls_of(schedule, c);
+        each.that(chunks[c].calls == expected, run + "its chunk " + std::to_string(c) +
+                                                   " was called\n  " + calls_text(chunks[c].calls) +
+                                                   "\n  but the schedule says\n  " +
+                                                   calls_text(expected));
+        for (const std::string& problem : chunks[c].problems) each.that(false, run + problem);
+        expected_bytes += chunks[c].bytes_sent(m);
+      }
+      each.that(bytes_sent == expected_bytes,
+                run + "sent " + std::to_string(bytes_sent) + " bytes, expected " +
+                    std::to_string(expected_bytes) + " (each activation and each gradient once)");
+    }
+  });
+}
+
+const ScheduleMaker kForwardsThenBackwards = [](int, int, int v, int m) {
+  return forwards_then_backwards(v, m);
+};
+// The odd ranks take the micro-batches last to first: valid, but their neighbours send them
+// first to last.
+const ScheduleMaker kOddRanksReversed = [](int r, int, int v, int m) {
+  return forwards_then_backwards(v, m, r % 2 == 1);
+};
+const ScheduleMaker kByHandTables = [](int r, int p, int v, int m) {
+  return parse_schedule(kByHand.at({p, v, m}).at(r));
+};
+
+// (64 + mb) x (4096 + c) values: at least 1 MB of float, far above MPI's eager limit.
+constexpr std::size_t kLargeRows = 64, kLargeWidth = 4096;
+
+}  // namespace
+
+// ----------------------------------- 14.1 ---------------------------------------------------
+
+TEST_CASE("Part 14 | interleaved_schedule: by hand", "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    for (const auto& [layout, expected] : kByHand) {
+      const auto& [p, v, m] = layout;
+      for (int r = 0; r < p; ++r) {
+        const std::string actual = schedule_text(dtk::interleaved_schedule(r, p, v, m));
+        check.that(actual == expected[r], layout_text(r, p, v, m) + "\n  expected " + expected[r] +
+                                              "\n  actual   " + actual);
+      }
+    }
+  });
+}
+
+TEST_CASE("Part 14 | interleaved_schedule: 1-4 ranks, 1-3 chunks, m = p, 2p, 3p: valid",
+          "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    report_first_few(check, [](dtk::testing::Checks& each) {
+      for (int p = 1; p <= 4; ++p) {
+        for (int v = 1; v <= 3; ++v) {
+          for (int m = p; m <= 3 * p; m += p) {
+            std::vector<std::vector<dtk::ChunkStep>> schedules;
+            for (int r = 0; r < p; ++r) schedules.push_back(dtk::interleaved_schedule(r, p, v, m));
+            const std::string problem = schedule_problem(schedules, p, v, m);
+            each.that(problem.empty(),
+                      layout_text(0, p, v, m) + " and its other ranks: " + problem);
+            // The warm-up: forwards before the first backward.
+            for (int r = 0; problem.empty() && r < p; ++r) {
+              int warm_up = 0;
+              while (schedules[r][warm_up].op == dtk::PipeOp::Forward) ++warm_up;
+              const int expected = std::min((p - r - 1) * 2 + (v - 1) * p, m * v - 1) + 1;
+              each.that(warm_up == expected,
+                        layout_text(r, p, v, m) + " runs " + std::to_string(warm_up) +
+                            " forwards before its first backward, expected " +
+                            std::to_string(expected) + " (the warm-up and the first steady one)");
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+TEST_CASE("Part 14 | interleaved_schedule: bad arguments throw std::invalid_argument", "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    expect_invalid_argument(check, "interleaved_schedule(rank 2, 2 ranks, 2, 4)",
+                            [] { dtk::interleaved_schedule(2, 2, 2, 4); });
+    expect_invalid_argument(check, "interleaved_schedule(rank -1, 2 ranks, 2, 4)",
+                            [] { dtk::interleaved_schedule(-1, 2, 2, 4); });
+    expect_invalid_argument(check, "interleaved_schedule(0, 0 ranks, 2, 4)",
+                            [] { dtk::interleaved_schedule(0, 0, 2, 4); });
+    expect_invalid_argument(check, "interleaved_schedule(0, 2, 0 chunks, 4)",
+                            [] { dtk::interleaved_schedule(0, 2, 0, 4); });
+    expect_invalid_argument(check, "interleaved_schedule(0, 2, 2, 3 micro-batches)",
+                            [] { dtk::interleaved_schedule(0, 2, 2, 3); });
+    expect_invalid_argument(check, "interleaved_schedule(0, 2, 2, 0 micro-batches)",
+                            [] { dtk::interleaved_schedule(0, 2, 2, 0); });
+  });
+}
+
+// ----------------------------------- 14.2 ---------------------------------------------------
+
+TEMPLATE_TEST_CASE("Part 14 | run_interleaved_schedule: small activations", "[part14]", float,
+                   double) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    std::vector<std::tuple<int, int, int>> runs;
+    for (int p : {1, 2, 4})
+      for (int v : {1, 2, 3})
+        for (int m : {1, 3}) runs.emplace_back(p, v, m);
+    check_executor<TestType>(check, kForwardsThenBackwards, "every forward, then every backward",
+                             runs, 2, 3);
+    check_executor<TestType>(check, kByHandTables, "interleaved (by hand)",
+                             {{2, 2, 4}, {4, 2, 4}, {2, 3, 2}}, 2, 3);
+    check_executor<TestType>(check, kOddRanksReversed,
+                             "every forward then every backward, odd ranks last to first",
+                             {{2, 2, 3}, {4, 1, 2}}, 2, 3);
+  });
+}
+
+// Blocking Sends of large activations around the ring wait for each other here: the harness
+// stops the program after DTK_TEST_TIMEOUT seconds (60 by default).
+TEMPLATE_TEST_CASE("Part 14 | run_interleaved_schedule: activations of 1 MB and more", "[part14]",
+                   float, double) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    check_executor<TestType>(check, kByHandTables, "interleaved (by hand)", {{2, 2, 4}, {4, 2, 4}},
+                             kLargeRows, kLargeWidth);
+    check_executor<TestType>(check, kForwardsThenBackwards, "every forward, then every backward",
+                             {{1, 2, 2}, {4, 2, 2}}, kLargeRows, kLargeWidth);
+  });
+}
