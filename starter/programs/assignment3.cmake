@@ -11,5 +11,12 @@ if(holds_part8)
   target_sources(gpt_train PRIVATE programs/gpt_train_pipeline.cpp)
   target_compile_definitions(gpt_train PRIVATE DTK_WITH_GPT_PIPELINE=1)
 endif()
+# Its interleaved schedule (--schedule interleaved) on Part 14's, where the tree holds assignment
+# 4's files too (the chunks are cut by Part 8's partition).
+dtk_tree_holds(holds_part14 ${CMAKE_CURRENT_SOURCE_DIR} 4)
+if(holds_part8 AND holds_part14)
+  target_sources(gpt_train PRIVATE programs/gpt_train_interleaved.cpp)
+  target_compile_definitions(gpt_train PRIVATE DTK_WITH_GPT_INTERLEAVED=1)
+endif()
 dtk_add_program(plan_training plan_training_main.cpp)
 target_sources(plan_training PRIVATE programs/command_line.cpp)

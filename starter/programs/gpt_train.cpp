@@ -53,7 +53,10 @@ std::string help_text() {
        << "                     stage has a loss\n"
        << "  --microbatches M   the batch cut into M micro-batches, each split over the dp\n"
        << "                     ranks (default: --pp; dp x M divides batch_size)\n"
-       << "  --schedule S       the pipeline's schedule: 1f1b or gpipe (default 1f1b)\n"
+       << "  --schedule S       the pipeline's schedule: 1f1b, gpipe or interleaved (Part 14:\n"
+       << "                     the model cut into pp x V chunks, chunk c on stage c % pp;\n"
+       << "                     M a multiple of pp) (default 1f1b)\n"
+       << "  --virtual V        with interleaved: model chunks per stage (default 2)\n"
        << "Model:\n"
        << "  --layers L         blocks (default " << t.model.layers << ")\n"
        << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
@@ -97,8 +100,9 @@ Options parse(int argc, char** argv) {
   Options o;
   gpt::GptTrainOptions& t = o.train;
   gpt::GptConfig& m = t.model;
-  std::optional<double> lr;         // --lr; each optimizer has its own default
-  std::optional<int> microbatches;  // --microbatches; default --pp
+  std::optional<double> lr;           // --lr; each optimizer has its own default
+  std::optional<int> microbatches;    // --microbatches; default --pp
+  std::optional<int> virtual_stages;  // --virtual; default 2 interleaved, else 1
   const auto positive = [](const std::string& f, const std::string& v) {
     return static_cast<int>(parse_positive(f, v));
   };
@@ -114,8 +118,11 @@ Options parse(int argc, char** argv) {
        [&](auto& f, auto& v) {
          t.schedule = parse_choice<gpt::PipelineSchedule>(
              f, v,
-             {{"1f1b", gpt::PipelineSchedule::OneFOneB}, {"gpipe", gpt::PipelineSchedule::GPipe}});
+             {{"1f1b", gpt::PipelineSchedule::OneFOneB},
+              {"gpipe", gpt::PipelineSchedule::GPipe},
+              {"interleaved", gpt::PipelineSchedule::Interleaved}});
        }},
+      {"--virtual", [&](auto& f, auto& v) { virtual_stages = positive(f, v); }},
       {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},
       {"--top_k", [&](auto& f, auto& v) { m.top_k = positive(f, v); }},
       {"--aux_loss",
@@ -166,6 +173,8 @@ Options parse(int argc, char** argv) {
   const bool sgd = t.optimizer == gpt::Optimizer::Sgd;
   t.lr = lr ? *lr : sgd ? gpt::kSgdLearningRate : gpt::kAdamLearningRate;
   t.microbatches = microbatches ? *microbatches : t.pp;
+  const bool interleaved = t.schedule == gpt::PipelineSchedule::Interleaved;
+  t.virtual_stages = virtual_stages ? *virtual_stages : interleaved ? 2 : 1;
   t.record_timeline = !o.trace_file.empty();
   return o;
 }

@@ -28,12 +28,14 @@ struct Options {
   bool help = false;
 };
 
-// The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's for
-// the pipeline where the tree holds them.
+// The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's and
+// Part 14's for the pipeline where the tree holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
 template <class T>
 void bind_pipeline(gpt::GptParallelism<T>& parallelism);  // gpt_train_pipeline.cpp
+template <class T>
+void bind_interleaved(gpt::GptParallelism<T>& parallelism);  // gpt_train_interleaved.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the
@@ -44,9 +46,9 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
 // Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
 // rank's stream holds.
 double micro_batch_stream_rows(const gpt::GptTrainOptions& t);
-// Bytes a rank of stage pp_idx sends between stages in a step (values of e bytes): each
-// micro-batch's stream to the next stage (not the last) and its gradient to the stage before
-// (not the first).
+// Bytes a rank of stage pp_idx sends between stages in a step (values of e bytes): for each of
+// its chunks, each micro-batch's stream to the next chunk (not from the model's last) and its
+// gradient to the chunk before (not from the model's first).
 double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e);
 
 // Bytes of activations one block keeps on one rank: this model's count (values of e bytes) and

@@ -98,7 +98,11 @@ double micro_batch_stream_rows(const gpt::GptTrainOptions& t) {
 }
 
 double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e) {
-  const int directions = (pp_idx < t.pp - 1) + (pp_idx > 0);
+  // Each of the rank's chunks (the model's chunk c = v · pp + pp_idx) sends its stream on unless
+  // it is the model's last, and its gradient back unless it is the first.
+  const int chunks = t.pp * t.virtual_stages;
+  int directions = 0;
+  for (int c = pp_idx; c < chunks; c += t.pp) directions += (c < chunks - 1) + (c > 0);
   return directions * t.microbatches * micro_batch_stream_rows(t) * t.model.hidden * double(e);
 }
 

@@ -136,6 +136,9 @@ gpt::GptParallelism<T> student_parallelism() {
 #if DTK_WITH_GPT_PIPELINE
   bind_pipeline(p);
 #endif
+#if DTK_WITH_GPT_INTERLEAVED
+  bind_interleaved(p);
+#endif
   return p;
 }
 

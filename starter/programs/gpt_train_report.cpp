@@ -50,7 +50,14 @@ std::string per_step(std::uint64_t bytes, long steps) {
 }
 
 const char* schedule_name(gpt::PipelineSchedule s) {
-  return s == gpt::PipelineSchedule::GPipe ? "gpipe" : "1f1b";
+  switch (s) {
+    case gpt::PipelineSchedule::GPipe:
+      return "gpipe";
+    case gpt::PipelineSchedule::Interleaved:
+      return "interleaved";
+    default:
+      return "1f1b";
+  }
 }
 
 // "the embedding, blocks 0-1", "blocks 2-3, the head": pieces [begin, end) of a model of L blocks.
@@ -68,8 +75,29 @@ std::string pieces_text(int begin, int end, int layers) {
   return text;
 }
 
-// GPipe's and 1F1B's bubble with equal stages: the share of a schedule each stage waits.
-double bubble_theory(int pp, int m) { return double(pp - 1) / (m + pp - 1); }
+// The bubble with equal stages, the share of a schedule each stage waits: GPipe's and 1F1B's
+// (pp - 1)/(m + pp - 1); interleaved, each chunk takes 1/V of a stage's time, so the same
+// pp - 1 waits are V times shorter: (pp - 1)/(V m + pp - 1).
+double bubble_theory(const gpt::GptTrainOptions& t) {
+  return double(t.pp - 1) / (t.virtual_stages * t.microbatches + t.pp - 1);
+}
+
+// The pieces of each of a stage's chunks: "blocks 2-3 | blocks 6-7, the head".
+std::string stage_pieces_text(const std::vector<int>& cuts, int pp, int pp_idx, int layers) {
+  std::string text;
+  for (std::size_t c = pp_idx; c + 1 < cuts.size(); c += pp) {
+    text += (text.empty() ? "" : " | ") + pieces_text(cuts[c], cuts[c + 1], layers);
+  }
+  return text;
+}
+
+// Rank pp_idx's chunks as [begin, end) pairs of pieces.
+nlohmann::json stage_chunks(const std::vector<int>& cuts, int pp, int pp_idx) {
+  nlohmann::json chunks = nlohmann::json::array();
+  for (std::size_t c = pp_idx; c + 1 < cuts.size(); c += pp)
+    chunks.push_back({cuts[c], cuts[c + 1]});
+  return chunks;
+}
 
 // The share of its schedules' time a rank spent waiting.
 double bubble(const gpt::GptRankReport& m) {
@@ -100,9 +128,14 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
   if (t.pp > 1 || t.microbatches > 1) {
     std::printf(
         "  pipeline: %d %s, the batch in %d micro-batches of %d sequences (%d on each "
-        "data-parallel rank), schedule %s\n",
+        "data-parallel rank), schedule %s",
         t.pp, t.pp == 1 ? "stage" : "stages", t.microbatches, t.batch_size / t.microbatches,
         t.batch_size / t.microbatches / t.dp, schedule_name(t.schedule));
+    if (t.schedule == gpt::PipelineSchedule::Interleaved) {
+      std::printf(" with %d chunks per stage (the model in %d)", t.virtual_stages,
+                  t.pp * t.virtual_stages);
+    }
+    std::printf("\n");
   }
   print_blas_note();
   std::fflush(stdout);
@@ -137,8 +170,8 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
   if (!o.train.model.mixture_of_experts()) {
     // The count is of a rank's whole share; a pipeline's stage holds `in flight` of its
-    // micro-batches at once.
-    const double held = double(r.ranks[0].microbatches_in_flight) / o.train.microbatches;
+    // micro-batches at once (interleaved, its first chunk, which holds its first block).
+    const double held = double(r.ranks[0].first_chunk_in_flight) / o.train.microbatches;
     const ActivationCounts counted = analytic_activations_per_block(o.train, model, e);
     std::printf(
         "Activations of one block on rank 0: %.1f KiB measured, %.1f KiB counted from the "
@@ -169,22 +202,27 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
               mebibytes(count[2]).c_str(), mebibytes(count[3]).c_str());
   if (o.train.pp > 1) {
+    const bool interleaved = o.train.schedule == gpt::PipelineSchedule::Interleaved;
     std::printf(
-        "\nThe pipeline: each rank's stage, its pieces, the micro-batches it held at once (GPipe "
-        "all %d, 1F1B at most pp - stage), the MiB it sent to the stages beside it per step "
-        "(count: %g rows of %d values per micro-batch and direction), and its bubble: the share "
-        "of the schedules' time it waited (with equal stages (pp - 1)/(m + pp - 1) = %.3f; "
-        "measured, it means something only where every rank has a core of its own):\n"
+        "\nThe pipeline: each rank's stage, its pieces%s, the micro-batches it held at once (%s), "
+        "the MiB it sent to the stages beside it per step (count: %g rows of %d values per "
+        "micro-batch, chunk and direction), and its bubble: the share of the schedules' time it "
+        "waited (with equal stages %s = %.3f; measured, it means something only where every "
+        "rank has a core of its own):\n"
         "  %5s %5s  %-34s %9s %10s %10s %7s\n",
-        o.train.microbatches, micro_batch_stream_rows(o.train), o.train.model.hidden,
-        bubble_theory(o.train.pp, o.train.microbatches), "rank", "stage", "pieces", "in flight",
-        "pipeline", "count", "bubble");
+        interleaved ? " (chunk by chunk)" : "",
+        interleaved ? "forwards of every chunk whose backward had not run; the schedule's "
+                      "warm-up + 1 at most"
+                    : "GPipe all of them, 1F1B at most pp - stage",
+        micro_batch_stream_rows(o.train), o.train.model.hidden,
+        interleaved ? "(pp - 1)/(V m + pp - 1)" : "(pp - 1)/(m + pp - 1)", bubble_theory(o.train),
+        "rank", "stage", "pieces", "in flight", "pipeline", "count", "bubble");
     for (const gpt::GptRankReport& m : r.ranks) {
-      std::printf("  %5d %5d  %-34s %9d %s %s %7.3f\n", m.rank, m.pp_idx,
-                  pieces_text(m.piece_begin, m.piece_end, o.train.model.layers).c_str(),
-                  m.microbatches_in_flight, per_step(m.pipeline_parallel_bytes, r.steps).c_str(),
-                  mebibytes(analytic_pipeline_bytes_per_step(o.train, m.pp_idx, e)).c_str(),
-                  bubble(m));
+      std::printf(
+          "  %5d %5d  %-34s %9d %s %s %7.3f\n", m.rank, m.pp_idx,
+          stage_pieces_text(r.chunk_cuts, o.train.pp, m.pp_idx, o.train.model.layers).c_str(),
+          m.microbatches_in_flight, per_step(m.pipeline_parallel_bytes, r.steps).c_str(),
+          mebibytes(analytic_pipeline_bytes_per_step(o.train, m.pp_idx, e)).c_str(), bubble(m));
     }
   }
   if (!r.history.empty() && !r.history.back().expert_rows.empty()) {
@@ -233,7 +271,9 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                      {"ep_idx", m.ep_idx},
                      {"pp_idx", m.pp_idx},
                      {"pieces", {m.piece_begin, m.piece_end}},
+                     {"chunks", stage_chunks(r.chunk_cuts, t.pp, m.pp_idx)},
                      {"microbatches_in_flight", m.microbatches_in_flight},
+                     {"first_chunk_in_flight", m.first_chunk_in_flight},
                      {"pipeline_seconds", m.pipeline_seconds},
                      {"pipeline_busy_seconds", m.pipeline_busy_seconds},
                      {"bubble", bubble(m)},
@@ -281,7 +321,9 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"pp", t.pp},
         {"microbatches", t.microbatches},
         {"schedule", schedule_name(t.schedule)},
-        {"bubble_theory", bubble_theory(t.pp, t.microbatches)},
+        {"virtual_stages", t.virtual_stages},
+        {"chunk_cuts", r.chunk_cuts},
+        {"bubble_theory", bubble_theory(t)},
         {"sp", t.sequence_parallel},
         {"zigzag", t.zigzag}}},
       {"corpus",

@@ -10,9 +10,10 @@ namespace dtk::gpt {
 
 template <class T>
 GptPipelineStage<T>::GptPipelineStage(Gpt<T>& model, const std::vector<GptBatch>& micro_batches,
-                                      TimelineRecorder* recorder)
+                                      InFlight& in_flight, TimelineRecorder* recorder)
     : model_(model),
       micro_batches_(micro_batches),
+      in_flight_(in_flight),
       recorder_(recorder),
       slot_of_(micro_batches.size(), -1) {}
 
@@ -63,6 +64,7 @@ int GptPipelineStage<T>::take_slot(int mb) {
   if (free == slot_taken_.end()) slot_taken_.push_back(true);
   slot_taken_[slot] = true;
   slot_of_[mb] = slot;
+  in_flight_.peak = std::max(in_flight_.peak, ++in_flight_.now);
   return slot;
 }
 
@@ -75,6 +77,7 @@ int GptPipelineStage<T>::give_back_slot(int mb) {
   }
   slot_taken_[slot] = false;
   slot_of_[mb] = -1;
+  --in_flight_.now;
   return slot;
 }
 

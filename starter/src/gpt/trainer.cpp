@@ -60,9 +60,10 @@ class FlatView {
 // on the first rank of its tensor-parallel group, an expert on the first replica holding it (the
 // ep ranks dp_idx < ep hold every expert once). Summed over the world.
 template <class T>
-double weights_square_sum(Gpt<T>& model, const GptGrid& g, const Communicator& world) {
+double weights_square_sum(const std::vector<Parameter<T>*>& parameters, const GptGrid& g,
+                          const Communicator& world) {
   double sum = 0;
-  for (const Parameter<T>* p : model.parameters()) {
+  for (const Parameter<T>* p : parameters) {
     const bool counted =
         g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
                           : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
@@ -134,20 +135,28 @@ double sum_over(double value, const Communicator& comm) {
   return total;
 }
 
-// A forward of `batch` without a backward, through the pipeline's stages in turn (each receives
-// the stream from the stage before and sends its own on): the cross-entropy this rank scored.
+// A forward of `batch` without a backward, through the pipeline's chunks in turn (each receives
+// the stream from the chunk before, on the previous stage, and sends its own on; interleaved, the
+// last stage's chunk v hands it to the first stage's chunk v + 1): the cross-entropy this rank
+// scored. One message at a time travels the ring, so blocking calls cannot deadlock.
 template <class T>
-double forward_only(Gpt<T>& model, const GptBatch& batch, GptGrid& g) {
-  if (g.pp == 1) return model.forward(batch).cross_entropy_sum;
+double forward_only(const std::vector<std::unique_ptr<Gpt<T>>>& chunks, const GptBatch& batch,
+                    GptGrid& g) {
+  if (g.pp == 1) return chunks[0]->forward(batch).cross_entropy_sum;
   constexpr int kValidationTag = 7;
-  Matrix<T> stream;
-  if (!model.layout().holds_embedding()) {
-    stream = Matrix<T>::from_shape({model.stream_rows(batch), std::size_t(model.config().hidden)});
-    g.pp_comm.Recv(stream, g.pp_idx - 1, kValidationTag);
-  }
-  const double loss = model.forward(batch, stream, 0).cross_entropy_sum;
-  if (!model.layout().holds_head(model.config())) {
-    g.pp_comm.Send(model.stream_output(), g.pp_idx + 1, kValidationTag);
+  const int previous = (g.pp_idx + g.pp - 1) % g.pp, next = (g.pp_idx + 1) % g.pp;
+  double loss = 0;
+  for (const std::unique_ptr<Gpt<T>>& chunk : chunks) {
+    Matrix<T> stream;
+    if (!chunk->layout().holds_embedding()) {
+      stream =
+          Matrix<T>::from_shape({chunk->stream_rows(batch), std::size_t(chunk->config().hidden)});
+      g.pp_comm.Recv(stream, previous, kValidationTag);
+    }
+    loss += chunk->forward(batch, stream, 0).cross_entropy_sum;
+    if (!chunk->layout().holds_head(chunk->config())) {
+      g.pp_comm.Send(chunk->stream_output(), next, kValidationTag);
+    }
   }
   return loss;
 }
@@ -157,9 +166,9 @@ double forward_only(Gpt<T>& model, const GptBatch& batch, GptGrid& g) {
 // as many forwards (a rank whose share is used up runs its last window again, unscored): an
 // expert-parallel group's all-to-alls span data-parallel ranks.
 template <class T>
-double validation_loss(Gpt<T>& model, const GptTrainOptions& o, const Corpus& corpus,
-                       const std::vector<std::size_t>& windows, const std::vector<int>& positions,
-                       GptGrid& g) {
+double validation_loss(const std::vector<std::unique_ptr<Gpt<T>>>& chunks, const GptTrainOptions& o,
+                       const Corpus& corpus, const std::vector<std::size_t>& windows,
+                       const std::vector<int>& positions, GptGrid& g) {
   const std::size_t share = (windows.size() + o.dp - 1) / o.dp;
   const std::size_t first = std::min(windows.size(), g.dp_idx * share);
   const std::size_t last = std::min(windows.size(), first + share);
@@ -172,7 +181,7 @@ double validation_loss(Gpt<T>& model, const GptTrainOptions& o, const Corpus& co
     GptBatch batch = make_batch(corpus, windows, start, count, positions, 1.0);
     batch.training = false;
     g.sequences = batch.batch;
-    const double loss = forward_only(model, batch, g);
+    const double loss = forward_only(chunks, batch, g);
     if (scored) sum += loss;
   }
   return sum_over(sum, g.loss_comm) / (double(windows.size()) * o.model.seq_len);
@@ -276,10 +285,25 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--pp and --microbatches must be at least 1 (got " + text(o.pp) + " and " +
            text(o.microbatches) + ")";
   }
-  if (o.pp > m.layers + 2) {
+  const bool interleaved = o.schedule == PipelineSchedule::Interleaved;
+  if (o.virtual_stages < 1 || (o.virtual_stages > 1 && !interleaved)) {
+    return "--virtual " + text(o.virtual_stages) +
+           " (model chunks per pipeline rank) needs --schedule interleaved";
+  }
+  if (interleaved && o.pp < 2) {
+    return "--schedule interleaved needs --pp 2 or more: its chunks go round the stages";
+  }
+  if (interleaved && o.microbatches % o.pp != 0) {
+    return "--schedule interleaved needs --microbatches (" + text(o.microbatches) +
+           ") to be a multiple of --pp (" + text(o.pp) +
+           "): its micro-batches go through the chunks in groups of pp";
+  }
+  if (o.pp * o.virtual_stages > m.layers + 2) {
     return "--pp " + text(o.pp) +
-           " is more stages than the model has pieces: " + text(m.layers + 2) +
-           " (the embedding, " + text(m.layers) + " blocks, the head)";
+           (o.virtual_stages > 1 ? " x --virtual " + text(o.virtual_stages) + " is more chunks"
+                                 : std::string(" is more stages")) +
+           " than the model has pieces: " + text(m.layers + 2) + " (the embedding, " +
+           text(m.layers) + " blocks, the head)";
   }
   if (o.batch_size % (o.dp * o.microbatches) != 0) {
     return "--batch_size " + text(o.batch_size) +
@@ -298,9 +322,16 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
 
 template <class T>
 std::string pipeline_problem(const GptTrainOptions& o, const GptParallelism<T>& parallelism) {
-  if ((o.pp == 1 && o.microbatches == 1) || parallelism.run_schedule) return "";
-  return "--pp and --microbatches run the pipeline on Part 8's functions (assignment 2), which "
-         "this build of gpt_train does not hold";
+  if (o.pp == 1 && o.microbatches == 1) return "";
+  if (!parallelism.run_schedule) {
+    return "--pp and --microbatches run the pipeline on Part 8's functions (assignment 2), which "
+           "this build of gpt_train does not hold";
+  }
+  if (o.schedule == PipelineSchedule::Interleaved && !parallelism.run_interleaved) {
+    return "--schedule interleaved runs on Part 14's functions (assignment 4), which this build "
+           "of gpt_train does not hold";
+  }
+  return "";
 }
 
 template std::string pipeline_problem(const GptTrainOptions&, const GptParallelism<float>&);
@@ -345,16 +376,24 @@ double learning_rate(double lr, long step, long steps) {
 
 namespace {
 
-// This rank's slice of the model: the students' 10.1 and 12.1 say which, and under a pipeline
-// 8.1 which pieces (balanced by their FLOPs).
+// The model's pipeline chunks, pp · V of them balanced by their FLOPs (8.1): chunk c holds the
+// pieces [cuts[c], cuts[c + 1]). One chunk of every piece without a pipeline.
 template <class T>
-GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParallelism<T>& par) {
+std::vector<int> chunk_cuts(const GptConfig& config, const GptTrainOptions& o,
+                            const GptParallelism<T>& par) {
+  if (o.pp == 1) return {0, config.layers + 2};
+  return par.partition(piece_flops(config), o.pp * o.virtual_stages);
+}
+
+// This rank's slice of its chunk v (the model's chunk v · pp + pp_idx): the students' 10.1 and
+// 12.1 say which.
+template <class T>
+GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParallelism<T>& par,
+                      const std::vector<int>& cuts, int v) {
   GptLayout layout = one_rank_layout(config);
-  if (g.pp > 1) {
-    const std::vector<int> cuts = par.partition(piece_flops(config), g.pp);
-    layout.piece_begin = cuts.at(g.pp_idx);
-    layout.piece_end = cuts.at(g.pp_idx + 1);
-  }
+  const int chunk = v * g.pp + g.pp_idx;
+  layout.piece_begin = cuts.at(chunk);
+  layout.piece_end = cuts.at(chunk + 1);
   if (g.tp > 1) {
     layout.tp_size = g.tp;
     layout.tp_idx = g.tp_idx;
@@ -430,10 +469,10 @@ class GptRun {
         out_(out),
         g_(make_grid(o, world)),
         config_(with_vocabulary(o.model, corpus)),
-        model_(config_, make_layout(config_, g_, parallelism), o.seed,
-               make_communication(g_, parallelism, attention_seconds_, recorder_)),
+        cuts_(chunk_cuts(config_, o, parallelism)),
+        chunks_(make_chunks()),
         positions_(rank_positions(config_.seq_len, g_, parallelism)),
-        gradient_sum_(model_.parameters(), g_),
+        gradient_sum_(chunk_parameters(), g_),
         flat_grads_(gradient_sum_.parameters()),
         flat_values_(gradient_sum_.parameters()),
         validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
@@ -450,8 +489,9 @@ class GptRun {
     measured_.dp_idx = g_.dp_idx;
     measured_.ep_idx = g_.ep_idx;
     measured_.pp_idx = g_.pp_idx;
-    measured_.piece_begin = model_.layout().piece_begin;
-    measured_.piece_end = model_.layout().piece_end;
+    measured_.piece_begin = model().layout().piece_begin;
+    measured_.piece_end = model().layout().piece_end;
+    report_.chunk_cuts = cuts_;
   }
   GptRun(const GptRun&) = delete;
   GptRun& operator=(const GptRun&) = delete;
@@ -501,7 +541,7 @@ class GptRun {
     const bool validate = step % eval_every_ == 0 || step == o_.steps;
     if (validate) {
       report_.validation.push_back(
-          {step, validation_loss(model_, o_, corpus_, validation_, positions_, g_)});
+          {step, validation_loss(chunks_, o_, corpus_, validation_, positions_, g_)});
     }
     const long progress_every = std::max(1L, o_.steps / 20);
     if (world_.Get_rank() == 0 && (step % progress_every == 0 || step == o_.steps || validate)) {
@@ -520,7 +560,7 @@ class GptRun {
     report_.flops_per_second = training_flops(config_, report_.tokens) / report_.seconds;
     report_.gemm_peak = gemm_peak_flops<T>(world_);
     report_.mfu = report_.flops_per_second / report_.gemm_peak;
-    report_.weights_l2 = std::sqrt(weights_square_sum(model_, g_, world_));
+    report_.weights_l2 = std::sqrt(weights_square_sum(gradient_sum_.parameters(), g_, world_));
     measure_memory_and_bytes();
     report_.ranks = gather_reports(measured_, world_);
     if (recorder_) report_.timeline = gather_timeline(recorder_->events(), world_);
@@ -536,17 +576,40 @@ class GptRun {
 
   bool pipelined() const { return o_.pp > 1 || o_.microbatches > 1; }
 
+  // This rank's chunks of the model (one, unless interleaved), each with the model's
+  // communication.
+  std::vector<std::unique_ptr<Gpt<T>>> make_chunks() {
+    std::vector<std::unique_ptr<Gpt<T>>> chunks;
+    for (int v = 0; v < o_.virtual_stages; ++v) {
+      chunks.push_back(std::make_unique<Gpt<T>>(
+          config_, make_layout(config_, g_, parallelism_, cuts_, v), o_.seed,
+          make_communication(g_, parallelism_, attention_seconds_, recorder_)));
+    }
+    return chunks;
+  }
+  std::vector<Parameter<T>*> chunk_parameters() {
+    std::vector<Parameter<T>*> all;
+    for (const auto& chunk : chunks_) {
+      const std::vector<Parameter<T>*> its = chunk->parameters();
+      all.insert(all.end(), its.begin(), its.end());
+    }
+    return all;
+  }
+  // The model, when this rank holds it in one chunk (no interleaving).
+  Gpt<T>& model() { return *chunks_.front(); }
+
   GptLoss forward_backward(const GptBatch& batch, double begin) {
     measured_.microbatches_in_flight = 1;
+    measured_.first_chunk_in_flight = 1;
     g_.sequences = batch.batch;
-    const GptLoss loss = model_.forward(batch);
-    measured_.activations = std::max(measured_.activations, model_.activation_bytes());
+    const GptLoss loss = model().forward(batch);
+    measured_.activations = std::max(measured_.activations, model().activation_bytes());
     measured_.block_activations =
-        std::max(measured_.block_activations, model_.first_block_activation_bytes());
+        std::max(measured_.block_activations, model().first_block_activation_bytes());
     const double forward_end = MPI_Wtime();
-    step_expert_rows_ = model_.expert_rows(0);
-    model_.zero_grad();
-    model_.backward();
+    step_expert_rows_ = {model().expert_rows(0)};
+    model().zero_grad();
+    model().backward();
     if (recorder_) {
       recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
@@ -555,9 +618,10 @@ class GptRun {
   }
 
   // This rank's share of the step as micro-batches on its stage's schedule (the students'
-  // Part 8): the global batch is m micro-batches in a row, and each data-parallel rank takes its
-  // share of each (so that a micro-batch's routing, which a mixture of experts balances, is the
-  // same whatever dp). The stage's losses over all of them.
+  // Part 8, or Part 14 interleaved): the global batch is m micro-batches in a row, and each
+  // data-parallel rank takes its share of each (so that a micro-batch's routing, which a mixture
+  // of experts balances, is the same whatever dp). The losses of this rank's chunks over all of
+  // them.
   GptLoss forward_backward_pipelined(const std::vector<std::size_t>& windows) {
     const int global_micro_batch = o_.batch_size / o_.microbatches;
     const int share = global_micro_batch / o_.dp;
@@ -570,21 +634,42 @@ class GptRun {
       micro_batches.back().aux_weight = 1.0 / o_.microbatches;
     }
     g_.sequences = share;
-    GptPipelineStage<T> stage(model_, micro_batches, recorder_.get());
-    const std::vector<PipeStep> steps =
-        parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches);
-    model_.zero_grad();
+    InFlight in_flight;
+    std::vector<std::unique_ptr<GptPipelineStage<T>>> stages;
+    std::vector<PipelineStage<T>*> chunk_stages;
+    for (const auto& chunk : chunks_) {
+      chunk->zero_grad();
+      stages.push_back(
+          std::make_unique<GptPipelineStage<T>>(*chunk, micro_batches, in_flight, recorder_.get()));
+      chunk_stages.push_back(stages.back().get());
+    }
     const double begin = MPI_Wtime();
-    parallelism_.run_schedule(stage, steps, g_.pp_comm);
+    if (o_.schedule == PipelineSchedule::Interleaved) {
+      parallelism_.run_interleaved(chunk_stages, o_.microbatches, g_.pp_comm);
+    } else {
+      parallelism_.run_schedule(
+          *chunk_stages[0], parallelism_.schedule(o_.schedule, g_.pp_idx, g_.pp, o_.microbatches),
+          g_.pp_comm);
+    }
     measured_.pipeline_seconds += MPI_Wtime() - begin;
-    measured_.pipeline_busy_seconds += stage.busy_seconds();
-    measured_.activations = std::max(measured_.activations, stage.peak_activation_bytes());
+    GptLoss loss;
+    std::size_t activations = 0;
+    step_expert_rows_.clear();
+    for (const auto& stage : stages) {
+      measured_.pipeline_busy_seconds += stage->busy_seconds();
+      activations += stage->peak_activation_bytes();
+      loss.cross_entropy_sum += stage->loss().cross_entropy_sum;
+      loss.scored += stage->loss().scored;
+      loss.aux_loss += stage->loss().aux_loss;
+      step_expert_rows_.push_back(stage->expert_rows());
+    }
+    measured_.activations = std::max(measured_.activations, activations);
     measured_.block_activations =
-        std::max(measured_.block_activations, stage.peak_block_activation_bytes());
-    measured_.microbatches_in_flight =
-        std::max(measured_.microbatches_in_flight, stage.slots_used());
-    step_expert_rows_ = stage.expert_rows();
-    return stage.loss();
+        std::max(measured_.block_activations, stages[0]->peak_block_activation_bytes());
+    measured_.microbatches_in_flight = std::max(measured_.microbatches_in_flight, in_flight.peak);
+    measured_.first_chunk_in_flight =
+        std::max(measured_.first_chunk_in_flight, stages[0]->slots_used());
+    return loss;
   }
 
   // The gradients summed, then the optimizer's step: the same on every rank holding the same
@@ -611,8 +696,11 @@ class GptRun {
                          lr,
                          report_.seconds,
                          {}};
-    record.expert_rows =
-        g_.pp > 1 ? in_stage_order(step_expert_rows_, g_.pp_comm) : step_expert_rows_;
+    // The model's chunks in order: chunk v of every stage in turn, then chunk v + 1.
+    for (const std::vector<double>& rows : step_expert_rows_) {
+      const std::vector<double> in_order = g_.pp > 1 ? in_stage_order(rows, g_.pp_comm) : rows;
+      record.expert_rows.insert(record.expert_rows.end(), in_order.begin(), in_order.end());
+    }
     if (!std::isfinite(record.loss)) {
       throw std::runtime_error("the loss is no longer finite at step " + std::to_string(step) +
                                ": the training diverged; try a smaller --lr (it was " +
@@ -628,13 +716,18 @@ class GptRun {
       if (p->sharing == Sharing::Expert) measured_.expert_parameters += bytes_of(p->value);
     }
     measured_.optimizer = adam_ ? adam_->state_bytes() : 0;
-    measured_.transient =
-        model_.workspace_bytes() + bytes_of(flat_grads_.values(), flat_values_.values());
+    measured_.transient = workspace_bytes() + bytes_of(flat_grads_.values(), flat_values_.values());
     measured_.tensor_parallel_bytes = step_bytes_[0];
     measured_.context_parallel_bytes = step_bytes_[1];
     measured_.data_parallel_bytes = step_bytes_[2];
     measured_.expert_parallel_bytes = step_bytes_[3];
     measured_.pipeline_parallel_bytes = step_bytes_[4];
+  }
+
+  std::size_t workspace_bytes() const {
+    std::size_t bytes = 0;
+    for (const auto& chunk : chunks_) bytes += chunk->workspace_bytes();
+    return bytes;
   }
 
   // Every rank samples in step (the model's communication spans its groups); rank 0's is
@@ -647,7 +740,7 @@ class GptRun {
                                    ? std::int32_t(newline - alphabet.begin())
                                    : corpus_.tokens[corpus_.validation_begin];
     g_.sequences = 1;
-    return corpus_.decode(generate(model_, {first}, o_.sample_chars,
+    return corpus_.decode(generate(model(), {first}, o_.sample_chars,
                                    static_cast<int>(alphabet.size()), o_.temperature, o_.seed));
   }
 
@@ -660,7 +753,9 @@ class GptRun {
   GptConfig config_;
   double attention_seconds_ = 0;                // in the attention cores, since the start
   std::unique_ptr<TimelineRecorder> recorder_;  // with record_timeline, once training starts
-  Gpt<T> model_;
+  std::vector<int> cuts_;                       // the model's chunks (chunk_cuts)
+  std::vector<std::unique_ptr<Gpt<T>>>
+      chunks_;                  // this rank's: chunk v is the model's v · pp + pp_idx
   std::vector<int> positions_;  // of each sequence, this rank's
   GradientSum<T> gradient_sum_;
   FlatView<T> flat_grads_, flat_values_;
@@ -671,7 +766,8 @@ class GptRun {
   GptTrainReport report_;
   GptRankReport measured_;
   std::array<std::uint64_t, 5> step_bytes_{};  // sent by the training steps, by group
-  std::vector<double> step_expert_rows_;       // of this rank's blocks, in the last step
+  // Of this rank's blocks in the last step, chunk by chunk.
+  std::vector<std::vector<double>> step_expert_rows_;
 };
 
 }  // namespace

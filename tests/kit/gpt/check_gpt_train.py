@@ -20,6 +20,11 @@
            is balanced), train the one-rank model (double, relative 1e-10); each rank sends its
            stream and gradient per micro-batch exactly as counted, and holds GPipe's m or 1F1B's
            min(m, pp - stage) micro-batches' activations at once (a block's, as counted).
+           Part 14's interleaved schedule likewise (a model of 6 blocks: 8 pieces): V = 2 and 4
+           chunks per stage, pp 2, 3 (6 chunks of 8 pieces) and 4, with dp, with tp, --sp, cp
+           and --zigzag on 8 ranks, and experts with ep; each rank holds the schedule's warm-up
+           + 1 micro-batches at once, (pp - stage - 1) * 2 + (V - 1) * pp + 1 (at most m V), and
+           sends each chunk's stream and gradient as counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -188,24 +193,61 @@ def experts():
         same_model("experts, top_k %d" % k, layouts, ["--experts", "4", "--top_k", str(k)], check)
 
 
+def interleaved_table(rank, p, v, m):
+    """Megatron-LM's interleaved 1F1B of pipeline rank `rank` (five_dimensional.hpp's rules),
+    as (op, micro-batch, chunk) steps: this test's own oracle."""
+    total = m * v
+
+    def step(op, k):
+        group, within = divmod(k, p * v)
+        chunk = within // p
+        return (op, group * p + within % p, v - 1 - chunk if op == "B" else chunk)
+    warm_up = min((p - rank - 1) * 2 + (v - 1) * p, total)
+    steps = [step("F", k) for k in range(warm_up)]
+    for k in range(total - warm_up):
+        steps += [step("F", warm_up + k), step("B", k)]
+    return steps + [step("B", k) for k in range(total - warm_up, total)]
+
+
+def first_chunk_in_flight(steps, chunk):
+    """The most micro-batches `chunk` holds at once in `steps`: forwards not yet backward."""
+    now = most = 0
+    for op, _, c in steps:
+        if c == chunk:
+            now += 1 if op == "F" else -1
+            most = max(most, now)
+    return most
+
+
 def pipeline():
     def check(flags, r):
         pp, m = r["layout"]["pp"], r["layout"]["microbatches"]
+        v, schedule = r["layout"]["virtual_stages"], r["layout"]["schedule"]
         problems = bytes_match(r, ("pipeline_parallel",))
         for rank in r["ranks"]:
-            held = m if r["layout"]["schedule"] == "gpipe" else min(m, pp - rank["pp_idx"])
+            s = rank["pp_idx"]
+            held = (m if schedule == "gpipe" else min(m, pp - s) if schedule == "1f1b"
+                    else min((pp - s - 1) * 2 + (v - 1) * pp + 1, m * v))
             if rank["microbatches_in_flight"] != held:
                 problems.append("rank %d (stage %d) held %d micro-batches at once, %s holds %d"
                                 % (rank["rank"], rank["pp_idx"], rank["microbatches_in_flight"],
                                    r["layout"]["schedule"], held))
-            # A block's activations: `held` micro-batches' of the rank's share's count.
-            blocks = min(rank["pieces"][1] - 1, 2) - max(rank["pieces"][0] - 1, 0)
-            counted = r["block_activations_counted"]["model"] * held / m
+            # Its first chunk's: all of them, or interleaved, those of chunk 0 in its table.
+            first = held if schedule != "interleaved" else \
+                first_chunk_in_flight(interleaved_table(s, pp, v, m), 0)
+            if rank["first_chunk_in_flight"] != first:
+                problems.append("rank %d (stage %d): its first chunk held %d micro-batches at once, "
+                                "the schedule holds %d" % (rank["rank"], s,
+                                                           rank["first_chunk_in_flight"], first))
+            # A block's activations: `first` micro-batches' of the rank's share's count.
+            layers = r["model"]["layers"]
+            blocks = min(rank["pieces"][1] - 1, layers) - max(rank["pieces"][0] - 1, 0)
+            counted = r["block_activations_counted"]["model"] * first / m
             measured = rank["peak_bytes"]["block_activations"]
             if blocks > 0 and r["model"]["experts"] == 0 and measured != counted:
                 problems.append("rank %d (stage %d) keeps %d bytes of a block's activations, %d "
                                 "micro-batches' count is %.0f" % (rank["rank"], rank["pp_idx"],
-                                                                  measured, held, counted))
+                                                                  measured, first, counted))
         return problems
     layouts = [(2, ["--pp", "2"]), (2, ["--pp", "2", "--schedule", "gpipe", "--microbatches", "4"]),
                (1, ["--microbatches", "4"]), (3, ["--pp", "3", "--microbatches", "4"]),
@@ -219,6 +261,20 @@ def pipeline():
     experts = [(4, ["--pp", "2", "--dp", "2", "--ep", "2"]), (2, ["--dp", "2", "--ep", "2"]),
                (4, ["--pp", "4", "--schedule", "gpipe"])]
     same_model("pipeline, experts, 2 micro-batches", experts,
+               ["--experts", "4", "--top_k", "2", "--microbatches", "2"], check, tolerance=1e-10,
+               batch_size=8)
+    interleaved = ["--schedule", "interleaved"]
+    layouts = [(2, ["--pp", "2", "--microbatches", "4"] + interleaved),
+               (2, ["--pp", "2", "--virtual", "4", "--microbatches", "2"] + interleaved),
+               (4, ["--pp", "4", "--virtual", "2", "--microbatches", "8"] + interleaved),
+               (4, ["--pp", "2", "--dp", "2", "--microbatches", "4"] + interleaved),
+               (8, ["--pp", "2", "--tp", "2", "--sp", "--cp", "2", "--zigzag", "--microbatches",
+                    "2"] + interleaved)]
+    same_model("interleaved", layouts, ["--layers", "6"], check, tolerance=1e-10, batch_size=8)
+    same_model("interleaved, 6 chunks", [(3, ["--pp", "3", "--microbatches", "3"] + interleaved)],
+               ["--layers", "6"], check, tolerance=1e-10, batch_size=12)
+    same_model("interleaved, experts, 2 micro-batches",
+               [(4, ["--pp", "2", "--dp", "2", "--ep", "2"] + interleaved)],
                ["--experts", "4", "--top_k", "2", "--microbatches", "2"], check, tolerance=1e-10,
                batch_size=8)
 

@@ -11,7 +11,8 @@
 //
 // Each micro-batch in flight gets a slot of the model's activations (slots.hpp), the lowest
 // free one at its forward, freed at its backward: the stage keeps as many slots as it ever has
-// micro-batches in flight (GPipe's m; 1F1B's at most p − s on stage s).
+// micro-batches in flight (GPipe's m; 1F1B's at most p − s on stage s). Interleaved (Part 14),
+// a rank runs one stage per chunk it holds, each on its own piece of the model.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +25,18 @@
 
 namespace dtk::gpt {
 
+// The forwards whose backward has not run yet, over every chunk of one rank: now and at most.
+struct InFlight {
+  int now = 0, peak = 0;
+};
+
 template <class T>
 class GptPipelineStage final : public PipelineStage<T> {
  public:
-  // `model` and `micro_batches` (one step's, this rank's positions of each) outlive the stage.
-  // With a `recorder`, each forward and backward is an interval of the trace.
-  GptPipelineStage(Gpt<T>& model, const std::vector<GptBatch>& micro_batches,
+  // `model` (this chunk's), `micro_batches` (one step's, this rank's positions of each) and
+  // `in_flight` (shared by the rank's chunks) outlive the stage. With a `recorder`, each forward
+  // and backward is an interval of the trace.
+  GptPipelineStage(Gpt<T>& model, const std::vector<GptBatch>& micro_batches, InFlight& in_flight,
                    TimelineRecorder* recorder);
 
   bool is_first() const override;
@@ -64,6 +71,7 @@ class GptPipelineStage final : public PipelineStage<T> {
 
   Gpt<T>& model_;
   const std::vector<GptBatch>& micro_batches_;
+  InFlight& in_flight_;
   TimelineRecorder* recorder_;
   std::vector<int> slot_of_;      // each micro-batch's slot while in flight, else -1
   std::vector<bool> slot_taken_;  // by a micro-batch in flight, for each slot the step took

@@ -10,8 +10,10 @@
 // splits the experts (Part 12); the data-parallel ranks read their contiguous share of each
 // step's global batch (batches.hpp); the pipeline's stages hold consecutive pieces of the model
 // (the embedding, the blocks, the head: GptLayout), balanced by their FLOPs (Part 8.1), and run
-// each data-parallel share as micro-batches on Part 8's schedules. Every group but the
-// pipeline's lies inside one stage.
+// each data-parallel share as micro-batches on Part 8's schedules. Interleaved (Part 14), the
+// model is cut into pp · V chunks and pipeline rank r holds the chunks r, r + pp, ...: each
+// micro-batch goes round the stages V times. Every group but the pipeline's lies inside one
+// stage.
 //
 // The model never calls the students' functions: gpt_train gives the trainer a GptParallelism
 // that binds them (programs/gpt_train_parallelism.cpp), and the trainer builds the model's
@@ -41,7 +43,8 @@
 namespace dtk::gpt {
 
 enum class Optimizer { Sgd, Adam };
-enum class PipelineSchedule { GPipe, OneFOneB };  // Part 8.3's two schedules
+// Part 8.3's two schedules, and Part 14.1's interleaved 1F1B.
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved };
 
 // The peak learning rates gpt_train uses unless told otherwise (--lr): what trains the default
 // model on the Bible fastest without diverging.
@@ -54,7 +57,8 @@ struct GptTrainOptions {
   bool sequence_parallel = false, zigzag = false;
   int microbatches = 1;  // per data-parallel rank and step: its batch_size / dp sequences cut in m
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  int batch_size = 32;  // sequences in the global batch
+  int virtual_stages = 1;  // model chunks per pipeline rank (V; above 1 with Interleaved only)
+  int batch_size = 32;     // sequences in the global batch
   long steps = 500;
   double lr = kAdamLearningRate;  // the peak, after the warm-up
   Optimizer optimizer = Optimizer::Adam;
@@ -120,6 +124,11 @@ struct GptParallelism {
   std::function<void(PipelineStage<T>& stage, const std::vector<PipeStep>& steps,
                      Communicator& pp_comm)>
       run_schedule;
+  // 14.1 and 14.2: this pipeline rank's chunks (chunks[v]: the model's chunk v · pp + pp_idx) run
+  // on the interleaved schedule of m micro-batches. Empty where gpt_train is built without Part
+  // 14 (assignment 4): the trainer then runs no interleaved schedule.
+  std::function<void(const std::vector<PipelineStage<T>*>& chunks, int m, Communicator& pp_comm)>
+      run_interleaved;
   // The model's communication on this grid (the grid outlives the model).
   std::function<GptCommunication<T>(GptGrid& grid)> communication;
 };
@@ -127,8 +136,13 @@ struct GptParallelism {
 // What one rank measured.
 struct GptRankReport {
   int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0, pp_idx = 0;
-  int piece_begin = 0, piece_end = 0;  // this rank's pieces of the model (GptLayout)
-  int microbatches_in_flight = 0;      // at most, on this stage (1 without a pipeline)
+  int piece_begin = 0, piece_end = 0;  // this rank's pieces of the model (its first chunk's)
+  // At most, on this stage (1 without a pipeline): forwards whose backward has not run, over all
+  // of the rank's chunks.
+  int microbatches_in_flight = 0;
+  // Of those, the most the rank's first chunk held at once: its first block keeps that many
+  // micro-batches' activations (all of the rank's, without interleaving).
+  int first_chunk_in_flight = 0;
   // The pipeline's schedules, every step's: their wall time on this rank, and the part of it in
   // forwards and backwards (the rest is this rank's bubble).
   double pipeline_seconds = 0, pipeline_busy_seconds = 0;
@@ -181,6 +195,9 @@ struct GptTrainReport {
   std::int64_t parameter_count = 0;
   std::vector<GptStepRecord> history;
   std::vector<GptValidation> validation;
+  // The model's pipeline chunks (pp · V of them; one without a pipeline): chunk c holds the
+  // pieces [chunk_cuts[c], chunk_cuts[c + 1]), on pipeline rank c % pp.
+  std::vector<int> chunk_cuts;
   std::string sample;                   // sample_chars characters, with the prompt "\n" first
   std::vector<GptRankReport> ranks;     // world rank 0 only: every rank's, in rank order
   std::vector<TimelineEvent> timeline;  // world rank 0 only, with record_timeline
