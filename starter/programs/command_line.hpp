@@ -33,8 +33,13 @@ Choice parse_choice(const std::string& flag, const std::string& text,
                     const std::map<std::string, Choice>& choices) {
   const auto found = choices.find(text);
   if (found != choices.end()) return found->second;
+  // "a or b", "a, b or c"
   std::string names;
-  for (const auto& [name, choice] : choices) names += (names.empty() ? "" : " or ") + name;
+  std::size_t listed = 0;
+  for (const auto& [name, choice] : choices) {
+    ++listed;
+    names += (listed == 1 ? "" : listed == choices.size() ? " or " : ", ") + name;
+  }
   throw UsageError(flag + " expects " + names + ", got '" + text + "'");
 }
 

@@ -335,7 +335,17 @@ def cli():
     expect_error(1, TINY + ["--microbatches", "3", "--batch_size", "8"],
                  "--batch_size 8 must be a multiple of --dp x --microbatches = 1 x 3")
     expect_error(2, TINY + ["--pp", "2", "--sample", "10"], "--sample with --pp 2")
-    expect_error(1, ["--schedule", "zigzag"], "--schedule expects 1f1b or gpipe, got 'zigzag'")
+    expect_error(1, ["--schedule", "zigzag"],
+                 "--schedule expects 1f1b, gpipe or interleaved, got 'zigzag'")
+    expect_error(1, TINY + ["--pp", "2", "--virtual", "2"],
+                 "--virtual 2 (model chunks per pipeline rank) needs --schedule interleaved")
+    expect_error(1, TINY + ["--schedule", "interleaved"],
+                 "--schedule interleaved needs --pp 2 or more")
+    expect_error(2, TINY + ["--pp", "2", "--microbatches", "3", "--batch_size", "6", "--schedule",
+                            "interleaved"],
+                 "--schedule interleaved needs --microbatches (3) to be a multiple of --pp (2)")
+    expect_error(2, TINY + ["--pp", "2", "--virtual", "3", "--schedule", "interleaved"],
+                 "--pp 2 x --virtual 3 is more chunks than the model has pieces: 4")
     expect_error(1, ["--microbatches", "0"], "--microbatches expects a positive integer, got '0'")
     expect_error(2, TINY + ["--dp", "2", "--batch_size", "5"], "--batch_size 5 must be a multiple of --dp 2")
     expect_error(1, TINY + ["--threads", "0"], "--threads")
