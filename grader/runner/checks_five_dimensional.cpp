@@ -10,6 +10,7 @@
 
 #include "check_context.hpp"
 #include "keys.hpp"
+#include "received_tensors.hpp"
 
 namespace dtk::grade {
 
@@ -87,10 +88,6 @@ void check_interleaved_schedule(CheckContext& context) {
 
 // --- 14.2: the executor -----------------------------------------------------------------------
 
-// Tensors up to this size are recorded whole; larger ones (the 1 MB cases) by their shape, a
-// hash of every value and the first row's first values.
-constexpr std::size_t kRecordedWhole = 256;
-
 // The grader's model chunk c of C. The activation entering chunk c of micro-batch mb is (rows +
 // mb % 2, width + c): its shape differs at every boundary and between neighbouring micro-batches.
 // Forward multiplies by w_c = 1 + c/8, adds c and appends a column of c; backward drops the
@@ -152,31 +149,6 @@ class GraderChunk : public PipelineStage<T> {
   std::size_t rows_, width_;
   std::vector<xt::xtensor<T, 2>> inputs_, outputs_;
 };
-
-// What a chunk was handed, by micro-batch: each tensor whole, or (large) its shape, a hash of its
-// values and a few of them. A micro-batch handed twice records both.
-template <class T>
-void record_received(CheckContext& context, const std::string& what,
-                     std::vector<std::pair<int, xt::xtensor<T, 2>>> received) {
-  std::stable_sort(received.begin(), received.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  context.out.integer(what + ": calls", static_cast<long long>(received.size()));
-  for (const auto& [mb, tensor] : received) {
-    const std::string name = what + " of micro-batch " + std::to_string(mb);
-    if (tensor.size() <= kRecordedWhole) {
-      record_tensor(context.out, name, tensor);
-      continue;
-    }
-    const std::string bytes(reinterpret_cast<const char*>(tensor.data()),
-                            tensor.size() * sizeof(T));
-    context.out.integer(name + ": rows", static_cast<long long>(tensor.shape(0)));
-    context.out.integer(name + ": columns", static_cast<long long>(tensor.shape(1)));
-    context.out.integer(name + ": a hash of every value",
-                        static_cast<long long>(siphash(0, 0, bytes) >> 1));
-    record_tensor(context.out, name + ": the first row's first 8 values",
-                  xt::xtensor<T, 1>(xt::view(tensor, 0, xt::range(0, 8))));
-  }
-}
 
 // The grader's schedule for rank r: interleaved, or (the case's word "gpipe") every forward,
 // chunk after chunk, then every backward, the chunks in reverse; with "reversed" too, the odd
