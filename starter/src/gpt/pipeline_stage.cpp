@@ -10,12 +10,13 @@ namespace dtk::gpt {
 
 template <class T>
 GptPipelineStage<T>::GptPipelineStage(Gpt<T>& model, const std::vector<GptBatch>& micro_batches,
-                                      InFlight& in_flight, TimelineRecorder* recorder)
+                                      InFlight& in_flight, TimelineRecorder* recorder, int chunk)
     : model_(model),
       micro_batches_(micro_batches),
       in_flight_(in_flight),
       recorder_(recorder),
-      slot_of_(micro_batches.size(), -1) {}
+      slot_of_(micro_batches.size(), -1),
+      chunk_suffix_(chunk < 0 ? "" : "." + std::to_string(chunk)) {}
 
 template <class T>
 bool GptPipelineStage<T>::is_first() const {
@@ -99,7 +100,9 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
       is_last() ? xt::xtensor<T, 2>::from_shape({0, 0}) : xt::xtensor<T, 2>(model_.stream_output());
   const double end = MPI_Wtime();
   busy_seconds_ += end - begin;
-  if (recorder_) recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb), begin, end);
+  if (recorder_) {
+    recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb) + chunk_suffix_, begin, end);
+  }
   return output;
 }
 
@@ -125,7 +128,9 @@ xt::xtensor<T, 2> GptPipelineStage<T>::backward(int mb, const xt::xtensor<T, 2>&
                                             : xt::xtensor<T, 2>(model_.stream_input_grad());
   const double end = MPI_Wtime();
   busy_seconds_ += end - begin;
-  if (recorder_) recorder_->add(WorkKind::Backward, mb, "B" + std::to_string(mb), begin, end);
+  if (recorder_) {
+    recorder_->add(WorkKind::Backward, mb, "B" + std::to_string(mb) + chunk_suffix_, begin, end);
+  }
   return input_grad;
 }
 

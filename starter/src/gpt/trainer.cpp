@@ -637,10 +637,11 @@ class GptRun {
     InFlight in_flight;
     std::vector<std::unique_ptr<GptPipelineStage<T>>> stages;
     std::vector<PipelineStage<T>*> chunk_stages;
-    for (const auto& chunk : chunks_) {
-      chunk->zero_grad();
-      stages.push_back(
-          std::make_unique<GptPipelineStage<T>>(*chunk, micro_batches, in_flight, recorder_.get()));
+    const int chunks = static_cast<int>(chunks_.size());
+    for (int v = 0; v < chunks; ++v) {
+      chunks_[v]->zero_grad();
+      stages.push_back(std::make_unique<GptPipelineStage<T>>(*chunks_[v], micro_batches, in_flight,
+                                                             recorder_.get(), chunks > 1 ? v : -1));
       chunk_stages.push_back(stages.back().get());
     }
     const double begin = MPI_Wtime();

@@ -24,7 +24,8 @@
            chunks per stage, pp 2, 3 (6 chunks of 8 pieces) and 4, with dp, with tp, --sp, cp
            and --zigzag on 8 ranks, and experts with ep; each rank holds the schedule's warm-up
            + 1 micro-batches at once, (pp - stage - 1) * 2 + (V - 1) * pp + 1 (at most m V), and
-           sends each chunk's stream and gradient as counted.
+           sends each chunk's stream and gradient as counted; its --trace names every forward
+           and backward through every chunk (F3.1: micro-batch 3, chunk 1) once per step.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -44,6 +45,7 @@ usage: check_gpt_train.py MODE GPT_TRAIN MPIRUN [mpirun flags...]
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -277,6 +279,31 @@ def pipeline():
                [(4, ["--pp", "2", "--dp", "2", "--ep", "2"] + interleaved)],
                ["--experts", "4", "--top_k", "2", "--microbatches", "2"], check, tolerance=1e-10,
                batch_size=8)
+    interleaved_trace()
+
+
+def interleaved_trace():
+    """--trace of an interleaved step: each stage's forward and backward of every micro-batch
+    through each of its chunks, once each, named F3.1 and B3.1 (micro-batch 3, chunk 1)."""
+    trace = os.path.join(SCRATCH, "interleaved_trace.json")
+    m, v = 4, 2
+    args = TINY + ["--layers", "6", "--batch_size", "8", "--steps", "1", "--pp", "2",
+                   "--microbatches", str(m), "--schedule", "interleaved", "--trace", trace]
+    result = run(2, args)
+    if result.returncode != 0:
+        fail("gpt_train %s (-n 2) exited %d" % (" ".join(args), result.returncode), result)
+        return
+    with open(trace) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    expected = sorted("%s%d.%d" % (op, mb, c) for op in "FB" for mb in range(m) for c in range(v))
+    for rank in (0, 1):
+        steps = sorted(e["name"] for e in events
+                       if e.get("pid") == rank and re.match(r"[FB][0-9]+\.[0-9]+$", e["name"]))
+        if steps != expected:
+            fail("the interleaved trace of rank %d holds %s, expected %s" % (rank, steps, expected))
+        else:
+            print("ok: the interleaved trace of rank %d holds each F and B of %d micro-batches x "
+                  "%d chunks once" % (rank, m, v))
 
 
 def expect_error(ranks, args, text, env=None, status=2):

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "dtk/gpt/batch.hpp"
@@ -35,9 +36,10 @@ class GptPipelineStage final : public PipelineStage<T> {
  public:
   // `model` (this chunk's), `micro_batches` (one step's, this rank's positions of each) and
   // `in_flight` (shared by the rank's chunks) outlive the stage. With a `recorder`, each forward
-  // and backward is an interval of the trace.
+  // and backward is an interval of the trace, named "F3" and "B3" (micro-batch 3) or, when the
+  // rank holds several chunks, "F3.1" and "B3.1" (through its chunk `chunk` = 1).
   GptPipelineStage(Gpt<T>& model, const std::vector<GptBatch>& micro_batches, InFlight& in_flight,
-                   TimelineRecorder* recorder);
+                   TimelineRecorder* recorder, int chunk = -1);
 
   bool is_first() const override;
   bool is_last() const override;
@@ -79,6 +81,7 @@ class GptPipelineStage final : public PipelineStage<T> {
   std::size_t peak_activation_bytes_ = 0, peak_block_activation_bytes_ = 0;
   double busy_seconds_ = 0;
   std::vector<double> expert_rows_;
+  std::string chunk_suffix_;  // "" or ".1": the trace's names
 };
 
 }  // namespace dtk::gpt
