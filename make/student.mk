@@ -51,7 +51,7 @@ test: all
 handin.tar: $(addprefix starter/,$(STUDENT_FILES))
 	tar --format=ustar --dereference --owner=0 --group=0 --numeric-owner -cf $@ -C starter \
 	    $(STUDENT_FILES)
-	@echo "Wrote $@ with assignment $(ASSIGNMENT)'s $(words $(STUDENT_FILES)) student files ($(STUDENT_FILES)): hand it in."
+	@echo "Wrote $@ with assignment $(ASSIGNMENT)'s $(words $(STUDENT_FILES)) student $(if $(filter 1,$(words $(STUDENT_FILES))),file,files) ($(STUDENT_FILES)): hand it in."
 
 clean:
 	rm -rf $(BUILD_DIR) handin.tar

@@ -85,6 +85,8 @@ for list in "$root"/starter/handin/assignment*.txt; do
   for path in $(listed "$root/release/assignment$other.txt"); do rm -rf "$staging/$bundle/$path"; done
   rm "$staging/$bundle/starter/handin/assignment$other.txt"
 done
+# What binds several assignments' student files together: the kit's only.
+for path in $(listed "$root/release/kit-only.txt"); do rm -rf "$staging/$bundle/$path"; done
 find "$staging/$bundle/starter" -type d -empty -delete
 
 # The student files without their markers and without the disabled parts' stubs; the disabled

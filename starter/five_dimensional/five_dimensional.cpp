@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -38,10 +37,10 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
                               const std::vector<ChunkStep>& schedule, Communicator& pp_comm) {
   // TODO (Part 14.2): Part 8.5's executor, chunk by chunk. Work out, for the model chunk
   // c = v · p + r, which rank holds the chunk before it and the chunk after it (the ranks are a
-  // ring). Part 8.5's pairing of a Send with the next step's Recv no longer saves you: around a
-  // ring, every rank can be inside a blocking Send at once. Think about which calls can block,
-  // and what makes a message unambiguous when two ranks exchange several kinds at once
-  // (Communicator's Isend, Irecv and tags; communicator.hpp says what a Request needs from you).
+  // ring). Around a ring every rank can be inside a blocking Send at once: think about which
+  // calls can block, and what makes a message unambiguous when two ranks exchange several kinds
+  // at once (Communicator's Isend, Irecv and tags; communicator.hpp says what a Request needs
+  // from you).
   throw NotImplemented("run_interleaved_schedule", "five_dimensional/five_dimensional.cpp");
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -150,17 +151,21 @@ class Watchdog {
         wake_.wait(lock);
       } else if (wake_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ &&
                  std::chrono::steady_clock::now() >= deadline_) {
-        std::cerr << "\n[rank " << world_rank() << "] test case \"" << test_case_
-                  << "\" is still running after " << limit().count()
-                  << " s: probably a rank is waiting in a collective the other ranks never "
-                     "entered, or in a Send or Recv that no rank matches (or a loop never "
-                     "ends). Stopping "
-                  << program_name << ".\n";
+        // One write per rank, the exception first: several ranks report at once.
+        std::ostringstream report;
         if (!thrown_.empty()) {
-          std::cerr << "[rank " << world_rank() << "] Before that, its code threw: " << thrown_
-                    << "\n";
+          report << "\n[rank " << world_rank() << "] Its code threw: " << thrown_
+                 << " (the other ranks may have waited for its messages since).";
         }
-        std::cerr << std::flush;
+        report << "\n[rank " << world_rank() << "] test case \"" << test_case_
+               << "\" is still running after " << limit().count()
+               << " s: probably a rank is waiting in a collective the other ranks never "
+                  "entered, or in a Send or Recv that no rank matches (or a loop never "
+                  "ends). Stopping "
+               << program_name << ".\n";
+        const std::string text = report.str();
+        std::fwrite(text.data(), 1, text.size(), stderr);
+        std::fflush(stderr);
         std::_Exit(3);
       }
     }

@@ -301,9 +301,9 @@ void check_executor(dtk::testing::Checks& check, const ScheduleMaker& make_sched
       dtk::run_interleaved_schedule<T>(handed, schedule, pp_comm);
       const std::uint64_t bytes_sent = pp_comm.total_bytes_transferred() - bytes_before;
 
-      const std::string run = name + ", " + std::to_string(p) + " rank(s) x " + std::to_string(v) +
-                              " chunk(s), " + std::to_string(m) + " micro-batch(es), rank " +
-                              std::to_string(r) + ": ";
+      const std::string run = name + ", p=" + std::to_string(p) + " V=" + std::to_string(v) +
+                              " m=" + std::to_string(m) + ", pipeline rank " + std::to_string(r) +
+                              ": ";
       std::uint64_t expected_bytes = 0;
       for (int c = 0; c < v; ++c) {
         const std::vector<int> expected = calls_of(schedule, c);

@@ -28,7 +28,7 @@
 //   interleaved_schedule, ChunkStep,  five_dimensional.hpp            Part 14 (you)
 //   run_interleaved_schedule
 //
-// Assignments 3's and 4's headers ship in their bundles only: they are included where the tree
+// Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.
 #pragma once
 

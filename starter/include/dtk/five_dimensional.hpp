@@ -64,18 +64,23 @@ std::vector<ChunkStep> interleaved_schedule(int rank, int num_ranks, int num_chu
 //   Backward(mb, v): grad = is_last() ? loss_grad(mb) : the input gradient backward(mb) of the
 //                    model's chunk c + 1 returned, of shape output_shape(mb); what backward(mb,
 //                    grad) returns goes to the model's chunk c - 1 unless is_first().
-// Data moves with pp_comm's Send, Recv, Sendrecv, Isend and Irecv only; every request has
-// completed when the function returns. The traps:
+// `schedule` is a valid one (each step of each chunk once, in an order the whole pipeline can
+// run). Data moves with pp_comm's Send, Recv, Sendrecv, Isend and Irecv only; every request has
+// completed when the function returns. A message's tag may be any number from 0 to 32767 (MPI
+// guarantees no more; the tests keep m · p · V below 200). The traps:
 //   - the ranks form a ring (rank p - 1 sends to rank 0, and gradients go the other way), and a
 //     blocking Send of a large activation waits for its Recv: the run must never deadlock,
-//     whatever the activations' size (the tests use 1 MB), for any valid schedule;
+//     whatever the activations' size (the tests use 1 MB), for any valid schedule. Part 8.5
+//     paired a Send with the next step's Recv in one Sendrecv when both went to the same
+//     neighbour; around a ring that no longer covers every case;
 //   - two ranks exchange activations and gradients of several micro-batches and chunks, and a
 //     valid schedule may take them in another order than the neighbour sent them (one rank
 //     running its micro-batches last to first, say): each message must reach the step it
 //     belongs to;
 //   - a buffer handed to Isend belongs to MPI until its request completes: keep it alive and
 //     unchanged until then;
-//   - with p = 1 every chunk hands its output to the same rank.
+//   - with p = 1 every chunk hands its output to the same rank: each chunk boundary is still a
+//     message, to itself, and counts its bytes.
 template <class T>
 void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
                               const std::vector<ChunkStep>& schedule, Communicator& pp_comm);

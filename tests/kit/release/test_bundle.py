@@ -193,6 +193,9 @@ class BundleTest:
                          + listed(f"{root}/release/assignment{other}.txt")):
                 if os.path.exists(f"{bundle}/{path}"):
                     s.fail(f"the bundle holds {path}, which is assignment {other}'s")
+        for path in listed(f"{root}/release/kit-only.txt"):
+            if os.path.exists(f"{bundle}/{path}"):
+                s.fail(f"the bundle holds {path}, which only the kit builds (release/kit-only.txt)")
         left_out = [p for part in self.disabled for p in listed(f"{root}/release/part{part}.txt")]
         for path in listed(f"{root}/release/assignment{self.assignment}.txt"):
             if path not in left_out and not os.path.exists(f"{bundle}/{path}"):
