@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <array>
-#include <list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -30,7 +30,7 @@ int message_tag(PipeOp op, int microbatch, int receiving_chunk, int model_chunks
 }
 
 // A result on its way to another rank: the Isend's buffer lives here, untouched, until its request
-// has completed. A std::list never moves its elements.
+// has completed (held by pointer, so that it never moves; the request, destroyed first, waits).
 template <class T>
 struct Outgoing {
   xt::xtensor<T, 2> buffer;
@@ -90,7 +90,7 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
   // Sends never block (Isend), and this rank receives each input in its schedule's order: it
   // only ever waits for a step that some rank's schedule runs before the one that needs it, so a
   // valid schedule cannot deadlock. A blocking Recv also drives this rank's sends in flight.
-  std::list<Outgoing<T>> outgoing;
+  std::vector<std::unique_ptr<Outgoing<T>>> outgoing;
   for (const ChunkStep& step : schedule) {
     require(0 <= step.chunk && step.chunk < local_chunks, function,
             "a step names chunk " + std::to_string(step.chunk) + ", but this rank holds " +
@@ -119,15 +119,18 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
                 std::to_string(step.chunk) + " returned a " +
                 shape_text({result.shape(0), result.shape(1)}) + " tensor, but its " +
                 (forward ? "output_shape" : "input_shape") + " is " + shape_text(expected));
-    Outgoing<T>& sending = outgoing.emplace_back(Outgoing<T>{std::move(result), Request()});
-    sending.request =
-        pp_comm.Isend(sending.buffer, forward ? next : previous,
+    auto sending = std::make_unique<Outgoing<T>>(Outgoing<T>{std::move(result), Request()});
+    sending->request =
+        pp_comm.Isend(sending->buffer, forward ? next : previous,
                       message_tag(step.op, mb, forward ? c + 1 : c - 1, model_chunks));
+    outgoing.push_back(std::move(sending));
     // Buffers whose message has left are freed at once: a long schedule keeps only those in
     // flight.
-    outgoing.remove_if([](Outgoing<T>& o) { return o.request.Test(); });
+    outgoing.erase(std::remove_if(outgoing.begin(), outgoing.end(),
+                                  [](const auto& o) { return o->request.Test(); }),
+                   outgoing.end());
   }
-  for (Outgoing<T>& sending : outgoing) sending.request.Wait();
+  for (const auto& sending : outgoing) sending->request.Wait();
 }
 
 // -------------------------------------------------------------------------------------------
