@@ -1,5 +1,6 @@
 // What gpt_train's rank 0 prints and writes: the header before training, the results after it,
 // the --report JSON and the --trace.
+#include <array>
 #include <cstdio>
 #include <iostream>
 
@@ -82,21 +83,21 @@ double bubble_theory(const gpt::GptTrainOptions& t) {
   return double(t.pp - 1) / (t.virtual_stages * t.microbatches + t.pp - 1);
 }
 
-// The pieces of each of a stage's chunks: "blocks 2-3 | blocks 6-7, the head".
-std::string stage_pieces_text(const std::vector<int>& cuts, int pp, int pp_idx, int layers) {
-  std::string text;
-  for (std::size_t c = pp_idx; c + 1 < cuts.size(); c += pp) {
-    text += (text.empty() ? "" : " | ") + pieces_text(cuts[c], cuts[c + 1], layers);
-  }
-  return text;
-}
-
-// Rank pp_idx's chunks as [begin, end) pairs of pieces.
-nlohmann::json stage_chunks(const std::vector<int>& cuts, int pp, int pp_idx) {
-  nlohmann::json chunks = nlohmann::json::array();
+// Stage pp_idx's chunks (the model's chunks pp_idx, pp_idx + pp, ...), each the [begin, end) of
+// its pieces, from the model's chunk cuts.
+std::vector<std::array<int, 2>> stage_chunks(const std::vector<int>& cuts, int pp, int pp_idx) {
+  std::vector<std::array<int, 2>> chunks;
   for (std::size_t c = pp_idx; c + 1 < cuts.size(); c += pp)
     chunks.push_back({cuts[c], cuts[c + 1]});
   return chunks;
+}
+
+// The pieces of each of a stage's chunks: "blocks 2-3 | blocks 6-7, the head".
+std::string stage_pieces_text(const std::vector<int>& cuts, int pp, int pp_idx, int layers) {
+  std::string text;
+  for (const auto& [begin, end] : stage_chunks(cuts, pp, pp_idx))
+    text += (text.empty() ? "" : " | ") + pieces_text(begin, end, layers);
+  return text;
 }
 
 // The share of its schedules' time a rank spent waiting.
@@ -264,14 +265,15 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
     const std::uint64_t sent = m.tensor_parallel_bytes + m.context_parallel_bytes +
                                m.data_parallel_bytes + m.expert_parallel_bytes +
                                m.pipeline_parallel_bytes;
+    const std::vector<std::array<int, 2>> chunks = stage_chunks(r.chunk_cuts, t.pp, m.pp_idx);
     ranks.push_back({{"rank", m.rank},
                      {"tp_idx", m.tp_idx},
                      {"cp_idx", m.cp_idx},
                      {"dp_idx", m.dp_idx},
                      {"ep_idx", m.ep_idx},
                      {"pp_idx", m.pp_idx},
-                     {"pieces", {m.piece_begin, m.piece_end}},
-                     {"chunks", stage_chunks(r.chunk_cuts, t.pp, m.pp_idx)},
+                     {"pieces", chunks.front()},  // its first chunk's
+                     {"chunks", chunks},
                      {"microbatches_in_flight", m.microbatches_in_flight},
                      {"first_chunk_in_flight", m.first_chunk_in_flight},
                      {"pipeline_seconds", m.pipeline_seconds},

@@ -324,19 +324,23 @@ Request::Request() = default;
 Request::Request(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Request::Request(Request&&) noexcept = default;
 
+// A request let go while in flight (destroyed, or assigned over) is waited for first, unless MPI
+// has ended.
+void Request::wait_if_in_flight() noexcept {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!complete() && !finalized) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
+}
+
 Request& Request::operator=(Request&& other) noexcept {
   if (this != &other) {
-    if (!complete()) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);  // as the destructor does
+    wait_if_in_flight();
     state_ = std::move(other.state_);
   }
   return *this;
 }
 
-Request::~Request() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!complete() && !finalized) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
-}
+Request::~Request() { wait_if_in_flight(); }
 
 bool Request::complete() const { return !state_ || state_->request == MPI_REQUEST_NULL; }
 

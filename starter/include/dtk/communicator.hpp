@@ -121,6 +121,7 @@ class Request {
  private:
   friend class Communicator;
   explicit Request(std::unique_ptr<State> state);
+  void wait_if_in_flight() noexcept;
   std::unique_ptr<State> state_;
 };
 

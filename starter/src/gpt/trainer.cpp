@@ -489,8 +489,6 @@ class GptRun {
     measured_.dp_idx = g_.dp_idx;
     measured_.ep_idx = g_.ep_idx;
     measured_.pp_idx = g_.pp_idx;
-    measured_.piece_begin = model().layout().piece_begin;
-    measured_.piece_end = model().layout().piece_end;
     report_.chunk_cuts = cuts_;
   }
   GptRun(const GptRun&) = delete;

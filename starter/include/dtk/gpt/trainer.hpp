@@ -136,7 +136,6 @@ struct GptParallelism {
 // What one rank measured.
 struct GptRankReport {
   int rank = 0, tp_idx = 0, cp_idx = 0, dp_idx = 0, ep_idx = 0, pp_idx = 0;
-  int piece_begin = 0, piece_end = 0;  // this rank's pieces of the model (its first chunk's)
   // At most, on this stage (1 without a pipeline): forwards whose backward has not run, over all
   // of the rank's chunks.
   int microbatches_in_flight = 0;
