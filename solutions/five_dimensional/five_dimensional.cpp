@@ -1,6 +1,6 @@
-// Part 14: the GPT in five dimensions at once, its pipeline interleaved.
+// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary.
 // Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
-// In run_interleaved_schedule only pp_comm's Send, Recv, Sendrecv, Isend and Irecv may move data.
+// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv and Allgather only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
@@ -133,6 +133,119 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
   for (const auto& sending : outgoing) sending->request.Wait();
 }
 
+// ----------------------------------- 14.3 -------------------------------------------------------
+
+namespace {
+
+int grid_size(const GridShape& grid) { return grid.tp * grid.cp * grid.dp * grid.pp; }
+
+void check_grid(const GridShape& grid, int world_rank, const std::string& function) {
+  for (const auto& [size, name] :
+       {std::pair{grid.tp, "tp"}, std::pair{grid.cp, "cp"}, std::pair{grid.dp, "dp"},
+        std::pair{grid.pp, "pp"}, std::pair{grid.ep, "ep"}}) {
+    require(size >= 1, function, std::string(name) + " must be >= 1, got " + std::to_string(size));
+  }
+  require(grid.dp % grid.ep == 0, function,
+          "ep (" + std::to_string(grid.ep) + ") must divide dp (" + std::to_string(grid.dp) + ")");
+  require(0 <= world_rank && world_rank < grid_size(grid), function,
+          "world_rank must be in 0 .. tp * cp * dp * pp - 1 = " +
+              std::to_string(grid_size(grid) - 1) + ", got " + std::to_string(world_rank));
+}
+
+int world_rank_of(const GridShape& grid, const GridCoordinates& at) {
+  return ((at.pp * grid.dp + at.dp) * grid.cp + at.cp) * grid.tp + at.tp;
+}
+
+}  // namespace
+
+GridCoordinates grid_coordinates(const GridShape& grid, int world_rank) {
+  check_grid(grid, world_rank, "grid_coordinates");
+  GridCoordinates at;
+  at.tp = world_rank % grid.tp;
+  at.cp = world_rank / grid.tp % grid.cp;
+  at.dp = world_rank / (grid.tp * grid.cp) % grid.dp;
+  at.pp = world_rank / (grid.tp * grid.cp * grid.dp);
+  at.ep = at.dp % grid.ep;
+  return at;
+}
+
+std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup group) {
+  check_grid(grid, world_rank, "grid_group");
+  const GridCoordinates me = grid_coordinates(grid, world_rank);
+  // Whether another rank agrees with this one on every coordinate the group keeps.
+  const auto same = [&](const GridCoordinates& other) {
+    const bool tp = other.tp == me.tp, cp = other.cp == me.cp, dp = other.dp == me.dp,
+               pp = other.pp == me.pp;
+    const bool expert_run = other.dp / grid.ep == me.dp / grid.ep;
+    switch (group) {
+      case GridGroup::Tensor:
+        return cp && dp && pp;
+      case GridGroup::Context:
+        return tp && dp && pp;
+      case GridGroup::Data:
+        return tp && cp && pp;
+      case GridGroup::Expert:
+        return tp && cp && pp && expert_run;
+      case GridGroup::Pipeline:
+        return tp && cp && dp;
+      case GridGroup::DenseGradients:
+        return tp && pp;
+      case GridGroup::ExpertGradients:
+        return tp && pp && other.ep == me.ep;
+      case GridGroup::Stage:
+        return pp;
+    }
+    throw std::invalid_argument("grid_group: group " + std::to_string(int(group)) +
+                                " is not a GridGroup");
+  };
+  std::vector<int> members;
+  for (int rank = 0; rank < grid_size(grid); ++rank) {
+    if (same(grid_coordinates(grid, rank))) members.push_back(rank);
+  }
+  return members;
+}
+
+// ----------------------------------- 14.4 -------------------------------------------------------
+
+namespace {
+
+// Whether the tp ranks split the tensor between them (they hold it alike, and tp divides it).
+bool sends_shares(std::size_t rows, bool sequence_parallel, const Communicator& tp_comm) {
+  return !sequence_parallel && rows % tp_comm.Get_size() == 0;
+}
+
+}  // namespace
+
+template <class T>
+void send_to_stage(const xt::xtensor<T, 2>& tensor, bool sequence_parallel, int dest, int tag,
+                   Communicator& pp_comm, Communicator& tp_comm) {
+  if (!sends_shares(tensor.shape(0), sequence_parallel, tp_comm)) {
+    pp_comm.Send(tensor.data(), tensor.size(), dest, tag);
+    return;
+  }
+  // Rows are contiguous in a row-major tensor: the share is one slice of its buffer.
+  const std::size_t share = tensor.size() / tp_comm.Get_size();
+  pp_comm.Send(tensor.data() + tp_comm.Get_rank() * share, share, dest, tag);
+}
+
+template <class T>
+xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequence_parallel,
+                                     int source, int tag, Communicator& pp_comm,
+                                     Communicator& tp_comm) {
+  xt::xtensor<T, 2> tensor = xt::xtensor<T, 2>::from_shape(shape);
+  if (!sends_shares(shape[0], sequence_parallel, tp_comm)) {
+    pp_comm.Recv(tensor.data(), tensor.size(), source, tag);
+    return tensor;
+  }
+  std::vector<T> share(tensor.size() / tp_comm.Get_size());
+  pp_comm.Recv(share, source, tag);
+  // Allgather lands the shares in tp rank order: the rows in order.
+  std::vector<T> whole(tensor.size());
+  tp_comm.Allgather(share, whole);
+  std::copy(whole.begin(), whole.end(), tensor.begin());
+  return tensor;
+}
+
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests link against exactly these.
@@ -141,5 +254,13 @@ template void run_interleaved_schedule<float>(const std::vector<PipelineStage<fl
                                               const std::vector<ChunkStep>&, Communicator&);
 template void run_interleaved_schedule<double>(const std::vector<PipelineStage<double>*>&,
                                                const std::vector<ChunkStep>&, Communicator&);
+template void send_to_stage<float>(const xt::xtensor<float, 2>&, bool, int, int, Communicator&,
+                                   Communicator&);
+template void send_to_stage<double>(const xt::xtensor<double, 2>&, bool, int, int, Communicator&,
+                                    Communicator&);
+template xt::xtensor<float, 2> receive_from_stage<float>(std::array<std::size_t, 2>, bool, int, int,
+                                                         Communicator&, Communicator&);
+template xt::xtensor<double, 2> receive_from_stage<double>(std::array<std::size_t, 2>, bool, int,
+                                                           int, Communicator&, Communicator&);
 
 }  // namespace dtk

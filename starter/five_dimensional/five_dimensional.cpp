@@ -1,6 +1,6 @@
-// Part 14: the GPT in five dimensions at once, its pipeline interleaved.
+// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary.
 // Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
-// In run_interleaved_schedule only pp_comm's Send, Recv, Sendrecv, Isend and Irecv may move data.
+// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv and Allgather only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
@@ -45,6 +45,45 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
   throw NotImplemented("run_interleaved_schedule", "five_dimensional/five_dimensional.cpp");
 }
 
+// ----------------------------------- 14.3 -------------------------------------------------------
+
+GridCoordinates grid_coordinates(const GridShape& grid, int world_rank) {
+  // TODO (Part 14.3): invert the header's formula for the world rank. Traps: which axis is
+  // fastest (a 16-rank grid of 2s cannot tell tp from pp by its sizes: test with four different
+  // ones); ep_idx comes from dp_idx, not from the world rank; check every argument first.
+  throw NotImplemented("grid_coordinates", "five_dimensional/five_dimensional.cpp");
+}
+
+std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup group) {
+  // TODO (Part 14.3): each group is defined by the coordinates its members share (the header's
+  // list). Think about the gradient groups before you write them: which ranks hold the same slice
+  // of a parameter, and which of those saw other tokens (under context parallelism, other
+  // positions of the same sequences count). The Expert group and the ExpertGradients group are
+  // easy to swap.
+  throw NotImplemented("grid_group", "five_dimensional/five_dimensional.cpp");
+}
+
+// ----------------------------------- 14.4 -------------------------------------------------------
+
+template <class T>
+void send_to_stage(const xt::xtensor<T, 2>& tensor, bool sequence_parallel, int dest, int tag,
+                   Communicator& pp_comm, Communicator& tp_comm) {
+  // TODO (Part 14.4): decide first whether this rank sends a share or the whole tensor (the
+  // header's three cases), then send exactly one message. An xtensor is row-major: a block of
+  // rows is one contiguous run of its buffer (the Communicator's pointer forms send part of one).
+  throw NotImplemented("send_to_stage", "five_dimensional/five_dimensional.cpp");
+}
+
+template <class T>
+xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequence_parallel,
+                                     int source, int tag, Communicator& pp_comm,
+                                     Communicator& tp_comm) {
+  // TODO (Part 14.4): the mirror of send_to_stage, deciding the same way from what it is given.
+  // Traps: a receive buffer sized for the whole tensor when a share arrives; the order in which a
+  // gather lands the shares.
+  throw NotImplemented("receive_from_stage", "five_dimensional/five_dimensional.cpp");
+}
+
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests link against exactly these.
@@ -53,5 +92,13 @@ template void run_interleaved_schedule<float>(const std::vector<PipelineStage<fl
                                               const std::vector<ChunkStep>&, Communicator&);
 template void run_interleaved_schedule<double>(const std::vector<PipelineStage<double>*>&,
                                                const std::vector<ChunkStep>&, Communicator&);
+template void send_to_stage<float>(const xt::xtensor<float, 2>&, bool, int, int, Communicator&,
+                                   Communicator&);
+template void send_to_stage<double>(const xt::xtensor<double, 2>&, bool, int, int, Communicator&,
+                                    Communicator&);
+template xt::xtensor<float, 2> receive_from_stage<float>(std::array<std::size_t, 2>, bool, int, int,
+                                                         Communicator&, Communicator&);
+template xt::xtensor<double, 2> receive_from_stage<double>(std::array<std::size_t, 2>, bool, int,
+                                                           int, Communicator&, Communicator&);
 
 }  // namespace dtk

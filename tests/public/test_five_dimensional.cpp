@@ -1,13 +1,18 @@
-// Part 14 public tests: interleaved_schedule and run_interleaved_schedule, on 4 ranks.
+// Part 14 public tests: interleaved_schedule, run_interleaved_schedule, the grid's functions and
+// the stage boundary's, on 4 ranks.
 //   mpirun -n 4 ./build/tests/test_five_dimensional
 // The schedules expected are written out by hand from the header's rules; every other schedule
 // is checked by what any valid schedule must be (each step once, and runnable by the whole
 // pipeline without a rank waiting forever). The executor is driven by chunks of this file whose
 // tensors say where they come from, on a schedule of this file, and the last cases send
-// activations of 1 MB and more.
+// activations of 1 MB and more. The grid is checked by hand on one grid and, on others, by what
+// any grid's groups must be; the boundary by sending a tensor from one stage to the other.
 #include "dtk_test.hpp"
 
+#include <xtensor/xadapt.hpp>
+
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <map>
 #include <set>
@@ -427,5 +432,278 @@ TEMPLATE_TEST_CASE("Part 14 | run_interleaved_schedule: activations of 1 MB and 
                              kLargeRows, kLargeWidth);
     check_executor<TestType>(check, kForwardsThenBackwards, "every forward, then every backward",
                              {{1, 2, 2}, {4, 2, 2}}, kLargeRows, kLargeWidth);
+  });
+}
+
+// ----------------------------------- 14.3 ---------------------------------------------------
+
+namespace {
+
+std::string grid_text(const dtk::GridShape& g) {
+  return "{tp=" + std::to_string(g.tp) + ", cp=" + std::to_string(g.cp) +
+         ", dp=" + std::to_string(g.dp) + ", pp=" + std::to_string(g.pp) +
+         ", ep=" + std::to_string(g.ep) + "}";
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
+struct NamedGroup {
+  dtk::GridGroup group;
+  const char* name;
+};
+
+const std::vector<NamedGroup> kGroups = {{dtk::GridGroup::Tensor, "Tensor"},
+                                         {dtk::GridGroup::Context, "Context"},
+                                         {dtk::GridGroup::Data, "Data"},
+                                         {dtk::GridGroup::Expert, "Expert"},
+                                         {dtk::GridGroup::Pipeline, "Pipeline"},
+                                         {dtk::GridGroup::DenseGradients, "DenseGradients"},
+                                         {dtk::GridGroup::ExpertGradients, "ExpertGradients"},
+                                         {dtk::GridGroup::Stage, "Stage"}};
+
+// How many ranks each group holds, from the header's definitions.
+int group_size(const dtk::GridShape& g, dtk::GridGroup group) {
+  switch (group) {
+    case dtk::GridGroup::Tensor:
+      return g.tp;
+    case dtk::GridGroup::Context:
+      return g.cp;
+    case dtk::GridGroup::Data:
+      return g.dp;
+    case dtk::GridGroup::Expert:
+      return g.ep;
+    case dtk::GridGroup::Pipeline:
+      return g.pp;
+    case dtk::GridGroup::DenseGradients:
+      return g.cp * g.dp;
+    case dtk::GridGroup::ExpertGradients:
+      return g.cp * g.dp / g.ep;
+    case dtk::GridGroup::Stage:
+      return g.tp * g.cp * g.dp;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("Part 14 | grid_coordinates and grid_group: by hand", "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    // 24 ranks: rank 13 is tp 1, cp 0, dp 0, pp 1 (13 = ((1 · 2 + 0) · 3 + 0) · 2 + 1).
+    const dtk::GridShape grid{/*tp=*/2, /*cp=*/3, /*dp=*/2, /*pp=*/2, /*ep=*/2};
+    const std::map<int, std::vector<int>> coordinates = {
+        {13, {1, 0, 0, 1, 0}}, {22, {0, 2, 1, 1, 1}}, {5, {1, 2, 0, 0, 0}}};
+    for (const auto& [rank, expected] : coordinates) {
+      const dtk::GridCoordinates at = dtk::grid_coordinates(grid, rank);
+      const std::vector<int> actual = {at.tp, at.cp, at.dp, at.pp, at.ep};
+      check.that(actual == expected,
+                 "grid_coordinates(" + grid_text(grid) + ", " + std::to_string(rank) +
+                     ") as [tp, cp, dp, pp, ep]\n  expected " + ranks_text(expected) +
+                     "\n  actual   " + ranks_text(actual));
+    }
+    const std::vector<std::vector<int>> groups_of_13 = {
+        {12, 13},     {13, 15, 17},
+        {13, 19},     {13, 19},
+        {1, 13},      {13, 15, 17, 19, 21, 23},
+        {13, 15, 17}, {12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}};
+    for (std::size_t i = 0; i < kGroups.size(); ++i) {
+      const std::vector<int> actual = dtk::grid_group(grid, 13, kGroups[i].group);
+      check.that(actual == groups_of_13[i], "grid_group(" + grid_text(grid) +
+                                                ", 13, GridGroup::" + kGroups[i].name +
+                                                ")\n  expected " + ranks_text(groups_of_13[i]) +
+                                                "\n  actual   " + ranks_text(actual));
+    }
+  });
+}
+
+TEST_CASE("Part 14 | grid_group: every rank of several grids, groups that partition the world",
+          "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    report_first_few(check, [](dtk::testing::Checks& each) {
+      for (const dtk::GridShape& grid :
+           {dtk::GridShape{2, 3, 4, 2, 2}, dtk::GridShape{4, 1, 2, 3, 1},
+            dtk::GridShape{1, 2, 6, 1, 3}, dtk::GridShape{1, 1, 1, 1, 1}}) {
+        const int size = grid.tp * grid.cp * grid.dp * grid.pp;
+        std::set<std::vector<int>> seen;
+        for (int rank = 0; rank < size; ++rank) {
+          const dtk::GridCoordinates at = dtk::grid_coordinates(grid, rank);
+          each.that(seen.insert({at.tp, at.cp, at.dp, at.pp}).second,
+                    "grid_coordinates(" + grid_text(grid) + ", " + std::to_string(rank) +
+                        ") gives the coordinates of an earlier rank");
+          for (const NamedGroup& named : kGroups) {
+            const std::vector<int> members = dtk::grid_group(grid, rank, named.group);
+            const std::string call = "grid_group(" + grid_text(grid) + ", " + std::to_string(rank) +
+                                     ", GridGroup::" + named.name + ") = " + ranks_text(members);
+            each.that(
+                static_cast<int>(members.size()) == group_size(grid, named.group),
+                call + ": expected " + std::to_string(group_size(grid, named.group)) + " ranks");
+            each.that(std::is_sorted(members.begin(), members.end()) &&
+                          std::count(members.begin(), members.end(), rank) == 1,
+                      call + ": expected increasing ranks, this rank among them");
+            // A group is the same group seen from each of its members.
+            for (int member : members) {
+              each.that(dtk::grid_group(grid, member, named.group) == members,
+                        call + ", but from rank " + std::to_string(member) + " it is " +
+                            ranks_text(dtk::grid_group(grid, member, named.group)));
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+TEST_CASE("Part 14 | grid_coordinates and grid_group: bad arguments throw std::invalid_argument",
+          "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    const std::vector<std::pair<dtk::GridShape, int>> bad = {
+        {{0, 1, 1, 1, 1}, 0},  // tp = 0
+        {{1, 1, 3, 1, 2}, 0},  // ep does not divide dp
+        {{2, 1, 2, 1, 1}, 4},  // world rank past the grid
+        {{2, 1, 2, 1, 1}, -1}};
+    for (const auto& [grid, rank] : bad) {
+      const std::string args = grid_text(grid) + ", " + std::to_string(rank);
+      expect_invalid_argument(check, "grid_coordinates(" + args + ")",
+                              [&] { dtk::grid_coordinates(grid, rank); });
+      expect_invalid_argument(check, "grid_group(" + args + ", GridGroup::Data)",
+                              [&] { dtk::grid_group(grid, rank, dtk::GridGroup::Data); });
+    }
+  });
+}
+
+// ----------------------------------- 14.4 ---------------------------------------------------
+
+namespace {
+
+// The tensor a sending rank holds: element (i, j) is 1000 i + j, plus 0.5 · (tp rank + 1) with
+// sequence parallelism (each tp rank its own rows), so a value says where it came from.
+template <class T>
+xt::xtensor<T, 2> boundary_tensor(std::size_t rows, std::size_t width, bool sequence_parallel,
+                                  int tp_rank) {
+  xt::xtensor<T, 2> tensor({rows, width});
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < width; ++j)
+      tensor(i, j) = T(1000 * i + j) + (sequence_parallel ? T(0.5) * T(tp_rank + 1) : T(0));
+  return tensor;
+}
+
+// What a sending rank of tp rank t sends: its share of rows, or (sequence parallelism, rows that
+// tp does not divide) the whole tensor.
+template <class T>
+std::vector<T> expected_message(const xt::xtensor<T, 2>& held, int tp, int t,
+                                bool sequence_parallel) {
+  if (sequence_parallel || held.shape(0) % tp != 0) return {held.begin(), held.end()};
+  const std::size_t share = held.size() / tp;
+  return {held.begin() + t * share, held.begin() + (t + 1) * share};
+}
+
+// Two stages of tp ranks on the 4 ranks (4 / (2 tp) pipelines side by side), each function met
+// by this file's own other half: send_to_stage's message is received here (whatever its size)
+// and compared with the share (or the whole tensor) the contract says; receive_from_stage
+// receives that message, sent from here, and must return the tensor the sender held.
+template <class T>
+void check_boundary(dtk::testing::Checks& check, int tp, std::size_t rows, std::size_t width,
+                    bool sequence_parallel, bool backward) {
+  dtk::Communicator world;
+  const int rank = world.Get_rank(), dp = kRanks / (2 * tp);
+  const int t = rank % tp, d = rank / tp % dp, stage = rank / (tp * dp);
+  dtk::Communicator pp_comm = world.Split(/*color=*/d * tp + t, /*key=*/stage);
+  dtk::Communicator tp_comm = world.Split(/*color=*/stage * dp + d, /*key=*/t);
+  const int sending = backward ? 1 : 0, other = 1 - stage, tag = 77;
+  // The tensor the sender of this tp rank holds (the receiver makes the same one to compare).
+  const xt::xtensor<T, 2> held = boundary_tensor<T>(rows, width, sequence_parallel, t);
+  const std::vector<T> message = expected_message(held, tp, t, sequence_parallel);
+  const std::string what = "tp=" + std::to_string(tp) + ", a (" + std::to_string(rows) + ", " +
+                           std::to_string(width) + ") tensor, " +
+                           (sequence_parallel ? "sequence parallel" : "not sequence parallel") +
+                           ", stage " + std::to_string(sending) + " to stage " +
+                           std::to_string(1 - sending) + ", tp rank " + std::to_string(t) + ": ";
+  const std::string expected_text =
+      message.size() < held.size() ? " (its share of the rows)" : " (the whole tensor)";
+  // The end of send_to_stage's messages: a tag the contract's 0 .. 32767 never uses. It carries
+  // whether send_to_stage threw. Whatever a function throws is thrown again once both sides are
+  // done with each other, so that no rank waits for a message that never comes.
+  constexpr int kEndTag = 32768;
+  if (stage == sending) {
+    std::exception_ptr thrown;
+    try {
+      dtk::send_to_stage<T>(held, sequence_parallel, other, tag, pp_comm, tp_comm);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    const int threw = thrown ? 1 : 0;
+    MPI_Send(&threw, 1, MPI_INT, other, kEndTag, pp_comm.handle());
+    MPI_Send(message.data(), static_cast<int>(message.size() * sizeof(T)), MPI_BYTE, other, tag,
+             pp_comm.handle());
+    if (thrown) std::rethrow_exception(thrown);
+    return;
+  }
+  std::vector<std::pair<int, std::vector<T>>> arrived;  // (tag, values) of each message
+  int sender_threw = 0;
+  for (;;) {
+    MPI_Status status;
+    MPI_Probe(other, MPI_ANY_TAG, pp_comm.handle(), &status);
+    if (status.MPI_TAG == kEndTag) {
+      MPI_Recv(&sender_threw, 1, MPI_INT, other, kEndTag, pp_comm.handle(), MPI_STATUS_IGNORE);
+      break;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    std::vector<T> values(static_cast<std::size_t>(bytes) / sizeof(T));
+    MPI_Recv(values.data(), bytes, MPI_BYTE, other, status.MPI_TAG, pp_comm.handle(),
+             MPI_STATUS_IGNORE);
+    arrived.emplace_back(status.MPI_TAG, std::move(values));
+  }
+  if (!sender_threw) {  // else the sender reports what it threw
+    check.that(arrived.size() == 1, what + "send_to_stage sent " + std::to_string(arrived.size()) +
+                                        " messages, expected 1");
+  }
+  if (!sender_threw && arrived.size() == 1) {
+    check.that(arrived[0].first == tag, what + "send_to_stage's message came with tag " +
+                                            std::to_string(arrived[0].first) + ", the call's was " +
+                                            std::to_string(tag));
+    check.close(what + "what send_to_stage sent, against what it should send" + expected_text,
+                xt::xtensor<T, 1>(xt::adapt(message)),
+                xt::xtensor<T, 1>(xt::adapt(arrived[0].second)), 0, 0);
+  }
+  xt::xtensor<T, 2> received;
+  try {
+    received =
+        dtk::receive_from_stage<T>({rows, width}, sequence_parallel, other, tag, pp_comm, tp_comm);
+  } catch (...) {
+    // The message it was to receive, taken here so that its sender can go on.
+    std::vector<T> unread(message.size());
+    MPI_Recv(unread.data(), static_cast<int>(unread.size() * sizeof(T)), MPI_BYTE, other, tag,
+             pp_comm.handle(), MPI_STATUS_IGNORE);
+    throw;
+  }
+  check.close(what + "what receive_from_stage returned, against the tensor the sender held", held,
+              received, 0, 0);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("Part 14 | send_to_stage and receive_from_stage", "[part14]", float, double) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    // Every exchange runs on every rank, whatever an earlier one threw; the first throw is
+    // reported at the end.
+    std::exception_ptr first_thrown;
+    const auto exchange = [&](int tp, std::size_t rows, std::size_t width, bool sp, bool back) {
+      try {
+        check_boundary<TestType>(check, tp, rows, width, sp, back);
+      } catch (...) {
+        if (!first_thrown) first_thrown = std::current_exception();
+      }
+    };
+    exchange(2, 6, 5, false, false);                             // shares of 3 rows
+    exchange(2, 6, 5, false, true);                              // a gradient going back
+    exchange(2, 3, 5, true, false);                              // each tp rank its own rows
+    exchange(2, 5, 3, false, false);                             // 2 does not divide 5: whole
+    exchange(1, 4, 3, false, false);                             // tp = 1, two pipelines
+    exchange(2, kLargeRows * 4, kLargeWidth / 4, false, false);  // 1 MB
+    if (first_thrown) std::rethrow_exception(first_thrown);
   });
 }

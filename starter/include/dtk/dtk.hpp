@@ -26,7 +26,9 @@
 //   plan_training, TrainingPlan,      planner.hpp                     Part 13 (you)
 //   simulate_training_step, ...       (planning/*.hpp)                provided
 //   interleaved_schedule, ChunkStep,  five_dimensional.hpp            Part 14 (you)
-//   run_interleaved_schedule
+//   run_interleaved_schedule, GridShape,
+//   grid_coordinates, grid_group,
+//   send_to_stage, receive_from_stage
 //
 // Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.

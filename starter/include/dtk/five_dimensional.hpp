@@ -1,10 +1,11 @@
-// Part 14 (assignment 4): the GPT in five dimensions at once, its pipeline interleaved. You
-// implement these functions in five_dimensional/five_dimensional.cpp.
+// Part 14 (assignment 4): the GPT in five dimensions at once: its pipeline interleaved (14.1,
+// 14.2), its ranks laid out on a grid (14.3) and its stage boundary under tensor parallelism
+// (14.4). You implement these functions in five_dimensional/five_dimensional.cpp.
 //
-// Conventions (Part 8's, grown by one word). p = num_ranks pipeline ranks, V = num_chunks model
-// chunks per rank, m = num_microbatches. The model is cut into p · V consecutive chunks, and
-// pipeline rank r holds the model chunks r, r + p, r + 2p, ...: its chunk v (0 .. V - 1, the
-// `chunk` of a step below) is the model's chunk v · p + r (Megatron-LM's "virtual pipeline
+// Conventions of 14.1 and 14.2 (Part 8's, grown by one word). p = num_ranks pipeline ranks, V =
+// num_chunks model chunks per rank, m = num_microbatches. The model is cut into p · V consecutive
+// chunks, and pipeline rank r holds the model chunks r, r + p, r + 2p, ...: its chunk v (0 .. V -
+// 1, the `chunk` of a step below) is the model's chunk v · p + r (Megatron-LM's "virtual pipeline
 // stages"). With p = 2 and V = 2, rank 0 holds model chunks 0 and 2, rank 1 chunks 1 and 3.
 // A micro-batch's forward visits model chunks 0, 1, ..., pV - 1 in turn, so it goes round the
 // ranks V times: rank p - 1's chunk v hands its activation to rank 0's chunk v + 1. Its
@@ -12,7 +13,10 @@
 // naming the function and the argument.
 #pragma once
 
+#include <array>
 #include <vector>
+
+#include <xtensor/xtensor.hpp>
 
 #include "dtk/communicator.hpp"
 #include "dtk/pipeline.hpp"  // PipeOp and PipelineStage, as Part 8 defines them
@@ -84,5 +88,81 @@ std::vector<ChunkStep> interleaved_schedule(int rank, int num_ranks, int num_chu
 template <class T>
 void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
                               const std::vector<ChunkStep>& schedule, Communicator& pp_comm);
+
+// ---------------------------------------------------------------------------------------------
+// 14.3 The five-dimensional grid
+// ---------------------------------------------------------------------------------------------
+
+// gpt_train's ranks form a grid of tp · cp · dp · pp (what torchtitan calls a device mesh):
+// tensor parallelism fastest, then context, then data, the pipeline slowest, so that the ranks
+// that talk most are neighbours (on a real machine: inside one node):
+//   world rank = ((pp_idx · dp + dp_idx) · cp + cp_idx) · tp + tp_idx.
+// Expert parallelism lives inside data parallelism, as in Part 12: ep divides dp, each run of ep
+// consecutive dp indices is one expert-parallel group, and its member ep_idx = dp_idx % ep holds
+// the ep-th of the experts numbered ep_idx.
+struct GridShape {
+  int tp = 1, cp = 1, dp = 1, pp = 1, ep = 1;
+};
+
+// One rank's place in the grid: tp_idx, cp_idx, dp_idx, pp_idx and ep_idx, by their axis.
+struct GridCoordinates {
+  int tp = 0, cp = 0, dp = 0, pp = 0, ep = 0;
+};
+
+// The groups a rank communicates in. Each holds every rank of the grid that agrees with it on
+// every coordinate but the ones named.
+enum class GridGroup {
+  Tensor,    // all but tp: the ranks that split its matrices (Part 10's tp_comm)
+  Context,   // all but cp: its ring (Part 11's cp_comm)
+  Data,      // all but dp: the replicas of its model slice, fed other sequences
+  Expert,    // all but dp, within its run of ep consecutive dp indices (Part 12's ep_comm)
+  Pipeline,  // all but pp: its counterpart in every stage (Part 8's pp_comm)
+  // The gradient sums. A parameter's gradient must be summed over every rank that holds the
+  // same slice of it and saw other tokens of the batch.
+  DenseGradients,   // of a parameter outside the experts
+  ExpertGradients,  // of an expert's parameter (the ranks that hold the same experts)
+  Stage,            // all but pp, tp, cp and dp: every rank of its pipeline stage
+};
+
+// This rank's coordinates. Requires every size >= 1, ep dividing dp and 0 <= world_rank <
+// tp · cp · dp · pp.
+GridCoordinates grid_coordinates(const GridShape& grid, int world_rank);
+
+// The world ranks of world_rank's group `group`, in increasing order (the order of a Split keyed
+// by world rank); world_rank is among them. Same requirements as grid_coordinates.
+std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup group);
+
+// ---------------------------------------------------------------------------------------------
+// 14.4 The stage boundary under tensor parallelism
+// ---------------------------------------------------------------------------------------------
+
+// Between two pipeline stages every rank hands what it holds to its counterpart (the same
+// tp_idx, cp_idx and dp_idx) in the other stage, over pp_comm: an activation forward, its
+// gradient back. Under context parallelism that is the rank's own positions already; tensor
+// parallelism is the question:
+//   - with sequence parallelism, the tp ranks of a stage hold different rows (each its share of
+//     the positions): each sends its tensor, whole;
+//   - without it, every tp rank holds the same (rows, width) tensor, and sending it whole sends
+//     it tp times. Instead tp_idx i sends only its share, rows [i · rows / tp, (i + 1) · rows /
+//     tp), and the receiving stage's tp ranks put the whole tensor back together over their
+//     tp_comm (Megatron-LM's scatter-gather between stages). When tp does not divide rows, each
+//     sends the whole tensor and the receiver gathers nothing.
+// tp = tp_comm.Get_size() and i = tp_comm.Get_rank(); both stages have the same tp. One call
+// sends one message (the tensor or the share, as one contiguous row-major buffer) to `dest` with
+// `tag`, and receive_from_stage receives one from `source` with `tag`. When it gathers, every tp
+// rank of the receiving stage calls receive_from_stage together. Data moves with the
+// Communicator's Send, Recv and Allgather (Isend and Irecv too, completed before the function
+// returns).
+template <class T>
+void send_to_stage(const xt::xtensor<T, 2>& tensor, bool sequence_parallel, int dest, int tag,
+                   Communicator& pp_comm, Communicator& tp_comm);
+
+// Receives what send_to_stage sent from `source`: `shape` is the tensor the sender held (with
+// sequence parallelism, its rows; without, the whole tensor every tp rank holds), returned as such
+// (a stage knows it: Part 8's input_shape and output_shape).
+template <class T>
+xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequence_parallel,
+                                     int source, int tag, Communicator& pp_comm,
+                                     Communicator& tp_comm);
 
 }  // namespace dtk
