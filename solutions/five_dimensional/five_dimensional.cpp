@@ -1,11 +1,15 @@
-// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary.
+// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary,
+// uneven data parallelism.
 // Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
-// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv and Allgather only.
+// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv, Allgather and Allreduce
+// only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -246,6 +250,75 @@ xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequ
   return tensor;
 }
 
+// ----------------------------------- 14.5 -------------------------------------------------------
+
+namespace {
+
+void check_fractions(const std::vector<double>& fractions, const std::string& function) {
+  require(!fractions.empty(), function, "fractions must not be empty");
+  double sum = 0;
+  for (double f : fractions) {
+    require(f >= 0, function, "every fraction must be >= 0, got " + std::to_string(f));
+    sum += f;
+  }
+  require(std::abs(sum - 1) <= 1e-9, function,
+          "the fractions must sum to 1, they sum to " + std::to_string(sum));
+}
+
+}  // namespace
+
+std::vector<std::size_t> share_sizes(std::size_t n, const std::vector<double>& fractions) {
+  check_fractions(fractions, "share_sizes");
+  std::vector<std::size_t> sizes;
+  std::vector<double> remainders;
+  std::size_t given = 0;
+  for (double f : fractions) {
+    const double exact = static_cast<double>(n) * f;
+    sizes.push_back(static_cast<std::size_t>(std::floor(exact)));
+    remainders.push_back(exact - std::floor(exact));
+    given += sizes.back();
+  }
+  // The shares in order of their remainders, the largest first; stable: the lower index first.
+  std::vector<std::size_t> order(fractions.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return remainders[a] > remainders[b]; });
+  for (std::size_t i = 0; given < n; ++i, ++given) ++sizes[order[i % order.size()]];
+  return sizes;
+}
+
+std::vector<std::size_t> partition_examples(std::size_t n, const std::vector<double>& fractions,
+                                            std::uint64_t seed, int share) {
+  check_fractions(fractions, "partition_examples");
+  require(0 <= share && share < static_cast<int>(fractions.size()), "partition_examples",
+          "share must be in 0 .. " + std::to_string(fractions.size() - 1) + ", got " +
+              std::to_string(share));
+  const std::vector<std::size_t> sizes = share_sizes(n, fractions);
+  const std::vector<std::size_t> order = seeded_permutation(n, seed);
+  const auto begin =
+      order.begin() + std::accumulate(sizes.begin(), sizes.begin() + share, std::size_t{0});
+  return {begin, begin + sizes[share]};
+}
+
+template <class T>
+xt::xtensor<T, 1> weighted_gradient_average(const xt::xtensor<T, 1>& local_mean,
+                                            std::size_t local_examples, Communicator& dp_comm) {
+  // One Allreduce of this rank's gradient sum with its count of examples appended. A rank
+  // without examples adds zeros (never 0 times its mean: 0 · NaN is NaN).
+  std::vector<T> sum_and_count(local_mean.size() + 1, T(0));
+  if (local_examples > 0) {
+    for (std::size_t i = 0; i < local_mean.size(); ++i)
+      sum_and_count[i] = local_mean(i) * static_cast<T>(local_examples);
+  }
+  sum_and_count.back() = static_cast<T>(local_examples);
+  std::vector<T> total(sum_and_count.size());
+  dp_comm.Allreduce(sum_and_count, total);
+  require(total.back() > 0, "weighted_gradient_average", "no rank has an example");
+  xt::xtensor<T, 1> mean = xt::xtensor<T, 1>::from_shape({local_mean.size()});
+  for (std::size_t i = 0; i < local_mean.size(); ++i) mean(i) = total[i] / total.back();
+  return mean;
+}
+
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests link against exactly these.
@@ -260,6 +333,10 @@ template void send_to_stage<double>(const xt::xtensor<double, 2>&, bool, int, in
                                     Communicator&);
 template xt::xtensor<float, 2> receive_from_stage<float>(std::array<std::size_t, 2>, bool, int, int,
                                                          Communicator&, Communicator&);
+template xt::xtensor<float, 1> weighted_gradient_average<float>(const xt::xtensor<float, 1>&,
+                                                                std::size_t, Communicator&);
+template xt::xtensor<double, 1> weighted_gradient_average<double>(const xt::xtensor<double, 1>&,
+                                                                  std::size_t, Communicator&);
 template xt::xtensor<double, 2> receive_from_stage<double>(std::array<std::size_t, 2>, bool, int,
                                                            int, Communicator&, Communicator&);
 

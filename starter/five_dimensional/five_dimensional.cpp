@@ -1,11 +1,15 @@
-// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary.
+// Part 14: the GPT in five dimensions at once: the interleaved pipeline, the grid, the boundary,
+// uneven data parallelism.
 // Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
-// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv and Allgather only.
+// Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv, Allgather and Allreduce
+// only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -84,6 +88,29 @@ xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequ
   throw NotImplemented("receive_from_stage", "five_dimensional/five_dimensional.cpp");
 }
 
+// ----------------------------------- 14.5 -------------------------------------------------------
+
+std::vector<std::size_t> share_sizes(std::size_t n, const std::vector<double>& fractions) {
+  // TODO (Part 14.5): the header's rule exactly. Traps: the leftover examples can number up to
+  // one per share; which share gets one when remainders are equal; check the fractions first.
+  throw NotImplemented("share_sizes", "five_dimensional/five_dimensional.cpp");
+}
+
+std::vector<std::size_t> partition_examples(std::size_t n, const std::vector<double>& fractions,
+                                            std::uint64_t seed, int share) {
+  // TODO (Part 14.5): every share must come from the same permutation, or they overlap.
+  throw NotImplemented("partition_examples", "five_dimensional/five_dimensional.cpp");
+}
+
+template <class T>
+xt::xtensor<T, 1> weighted_gradient_average(const xt::xtensor<T, 1>& local_mean,
+                                            std::size_t local_examples, Communicator& dp_comm) {
+  // TODO (Part 14.5): what must be summed over the ranks so that the result is the mean over
+  // every example? Traps: a rank without examples may hold NaN, and 0 · NaN is NaN; every rank
+  // must throw together, or none.
+  throw NotImplemented("weighted_gradient_average", "five_dimensional/five_dimensional.cpp");
+}
+
 // -------------------------------------------------------------------------------------------
 // Provided: explicit instantiations for float and double. Do not edit below this line: the
 // tests link against exactly these.
@@ -98,6 +125,10 @@ template void send_to_stage<double>(const xt::xtensor<double, 2>&, bool, int, in
                                     Communicator&);
 template xt::xtensor<float, 2> receive_from_stage<float>(std::array<std::size_t, 2>, bool, int, int,
                                                          Communicator&, Communicator&);
+template xt::xtensor<float, 1> weighted_gradient_average<float>(const xt::xtensor<float, 1>&,
+                                                                std::size_t, Communicator&);
+template xt::xtensor<double, 1> weighted_gradient_average<double>(const xt::xtensor<double, 1>&,
+                                                                  std::size_t, Communicator&);
 template xt::xtensor<double, 2> receive_from_stage<double>(std::array<std::size_t, 2>, bool, int,
                                                            int, Communicator&, Communicator&);
 

@@ -1,5 +1,5 @@
-// Part 14 public tests: interleaved_schedule, run_interleaved_schedule, the grid's functions and
-// the stage boundary's, on 4 ranks.
+// Part 14 public tests: interleaved_schedule, run_interleaved_schedule, the grid's functions, the
+// stage boundary's and the uneven shares', on 4 ranks.
 //   mpirun -n 4 ./build/tests/test_five_dimensional
 // The schedules expected are written out by hand from the header's rules; every other schedule
 // is checked by what any valid schedule must be (each step once, and runnable by the whole
@@ -14,6 +14,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -705,5 +706,120 @@ TEMPLATE_TEST_CASE("Part 14 | send_to_stage and receive_from_stage", "[part14]",
     exchange(1, 4, 3, false, false);                             // tp = 1, two pipelines
     exchange(2, kLargeRows * 4, kLargeWidth / 4, false, false);  // 1 MB
     if (first_thrown) std::rethrow_exception(first_thrown);
+  });
+}
+
+// ----------------------------------- 14.5 ---------------------------------------------------
+
+namespace {
+
+std::string sizes_text(const std::vector<std::size_t>& sizes) {
+  std::string text = "{";
+  for (std::size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "}";
+}
+
+const std::vector<double> kLabs = {0.7, 0.2, 0.1};
+
+}  // namespace
+
+TEST_CASE("Part 14 | share_sizes: by hand", "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    const std::vector<std::tuple<std::size_t, std::vector<double>, std::vector<std::size_t>>>
+        cases = {{10, kLabs, {7, 2, 1}},          // no remainders
+                 {1003, kLabs, {702, 201, 100}},  // 702.1, 200.6, 100.3: the leftover to 0.6
+                 {10, {1.0 / 3, 1.0 / 3, 1.0 / 3}, {4, 3, 3}},  // equal remainders: the lower index
+                 {5, {0.5, 0.5}, {3, 2}},
+                 {7, {0.25, 0, 0.75}, {2, 0, 5}},  // 1.75 and 5.25: the leftover to 0.75
+                 {0, kLabs, {0, 0, 0}}};
+    for (const auto& [n, fractions, expected] : cases) {
+      const std::vector<std::size_t> actual = dtk::share_sizes(n, fractions);
+      check.that(actual == expected, "share_sizes(" + std::to_string(n) + ", " +
+                                         std::to_string(fractions.size()) +
+                                         " fractions)\n  expected " + sizes_text(expected) +
+                                         "\n  actual   " + sizes_text(actual));
+    }
+  });
+}
+
+TEST_CASE("Part 14 | partition_examples: shares of one permutation, every example once",
+          "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    report_first_few(check, [](dtk::testing::Checks& each) {
+      for (const auto& [n, fractions] : std::vector<std::pair<std::size_t, std::vector<double>>>{
+               {10, kLabs}, {1003, kLabs}, {11, {0.25, 0.25, 0.25, 0.25}}, {6, {0.5, 0, 0.5}}}) {
+        const std::uint64_t seed = 20261205;
+        const std::vector<std::size_t> order = dtk::seeded_permutation(n, seed);
+        const std::vector<std::size_t> sizes = dtk::share_sizes(n, fractions);
+        std::size_t begin = 0;
+        for (int share = 0; share < static_cast<int>(fractions.size()); ++share) {
+          const std::vector<std::size_t> actual =
+              dtk::partition_examples(n, fractions, seed, share);
+          const std::vector<std::size_t> expected(order.begin() + begin,
+                                                  order.begin() + begin + sizes[share]);
+          each.that(
+              actual == expected,
+              "partition_examples(" + std::to_string(n) + ", " + std::to_string(fractions.size()) +
+                  " fractions, seed, share " + std::to_string(share) + ") should be examples " +
+                  std::to_string(begin) + " .. " + std::to_string(begin + sizes[share]) +
+                  " (exclusive) of seeded_permutation's order: " + std::to_string(actual.size()) +
+                  " examples returned, " + std::to_string(expected.size()) + " expected" +
+                  (actual.size() == expected.size() ? ", in another order or other ones" : ""));
+          begin += sizes[share];
+        }
+      }
+    });
+  });
+}
+
+TEST_CASE(
+    "Part 14 | share_sizes and partition_examples: bad arguments throw "
+    "std::invalid_argument",
+    "[part14]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    expect_invalid_argument(check, "share_sizes(10, {})", [] { dtk::share_sizes(10, {}); });
+    expect_invalid_argument(check, "share_sizes(10, {0.6, -0.1, 0.5})", [] {
+      dtk::share_sizes(10, {0.6, -0.1, 0.5});
+    });
+    expect_invalid_argument(check, "share_sizes(10, {0.5, 0.4}) (sum 0.9)", [] {
+      dtk::share_sizes(10, {0.5, 0.4});
+    });
+    expect_invalid_argument(check, "partition_examples(10, {0.7, 0.2, 0.1}, 1, share 3)",
+                            [] { dtk::partition_examples(10, kLabs, 1, 3); });
+    expect_invalid_argument(check, "partition_examples(10, {0.5, 0.4}, 1, 0)", [] {
+      dtk::partition_examples(10, {0.5, 0.4}, 1, 0);
+    });
+  });
+}
+
+TEMPLATE_TEST_CASE("Part 14 | weighted_gradient_average", "[part14]", float, double) {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    const int rank = world.Get_rank();
+    // Rank r: 3 (r + 1) examples whose mean gradient is (r + 1) · [1, 2, 3]; with `empty`, rank
+    // 2 has none and holds NaN.
+    for (bool empty : {false, true}) {
+      const auto examples_of = [&](int r) { return empty && r == 2 ? 0 : 3 * (r + 1); };
+      xt::xtensor<TestType, 1> mean = {1, 2, 3};
+      mean *= TestType(rank + 1);
+      if (examples_of(rank) == 0) mean.fill(std::numeric_limits<TestType>::quiet_NaN());
+      double weighted = 0, examples = 0;
+      for (int r = 0; r < kRanks; ++r) {
+        weighted += examples_of(r) * (r + 1);
+        examples += examples_of(r);
+      }
+      const xt::xtensor<TestType, 1> expected =
+          xt::xtensor<TestType, 1>{1, 2, 3} * TestType(weighted / examples);
+      const xt::xtensor<TestType, 1> actual =
+          dtk::weighted_gradient_average<TestType>(mean, examples_of(rank), world);
+      check.close(std::string("weighted_gradient_average, rank r holding 3 (r + 1) examples") +
+                      (empty ? " (rank 2 none, its mean NaN)" : "") +
+                      ", the mean over the whole batch",
+                  expected, actual, 1e-6, 0);
+    }
+    expect_invalid_argument(
+        check, "weighted_gradient_average({1, 2}, 0 examples on every rank, world)", [&] {
+          dtk::weighted_gradient_average<TestType>(xt::xtensor<TestType, 1>{1, 2}, 0, world);
+        });
   });
 }

@@ -28,7 +28,9 @@
 //   interleaved_schedule, ChunkStep,  five_dimensional.hpp            Part 14 (you)
 //   run_interleaved_schedule, GridShape,
 //   grid_coordinates, grid_group,
-//   send_to_stage, receive_from_stage
+//   send_to_stage, receive_from_stage,
+//   share_sizes, partition_examples,
+//   weighted_gradient_average
 //
 // Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.

@@ -1,6 +1,7 @@
 // Part 14 (assignment 4): the GPT in five dimensions at once: its pipeline interleaved (14.1,
-// 14.2), its ranks laid out on a grid (14.3) and its stage boundary under tensor parallelism
-// (14.4). You implement these functions in five_dimensional/five_dimensional.cpp.
+// 14.2), its ranks laid out on a grid (14.3), its stage boundary under tensor parallelism (14.4)
+// and data parallelism over ranks of unequal shares (14.5). You implement these functions in
+// five_dimensional/five_dimensional.cpp.
 //
 // Conventions of 14.1 and 14.2 (Part 8's, grown by one word). p = num_ranks pipeline ranks, V =
 // num_chunks model chunks per rank, m = num_microbatches. The model is cut into p · V consecutive
@@ -14,6 +15,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -164,5 +167,54 @@ template <class T>
 xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequence_parallel,
                                      int source, int tag, Communicator& pp_comm,
                                      Communicator& tp_comm);
+
+// ---------------------------------------------------------------------------------------------
+// 14.5 Data parallelism with uneven shares
+// ---------------------------------------------------------------------------------------------
+
+// Ranks of unequal speed get shares of the examples in proportion to it: `fractions` (one per
+// data-parallel rank, e.g. {0.7, 0.2, 0.1}) say which.
+
+// How many of n examples each share gets: floor(n · f_r) each, then the n - Σ floor(n · f_r)
+// examples left over one each to the shares of the largest remainders n · f_r - floor(n · f_r),
+// the lower index first among equal remainders (Hamilton's largest-remainder method: the sizes sum
+// to n, and none is more than one example away from n · f_r). Requires at least one fraction,
+// every fraction >= 0 and their sum 1 to within 1e-9.
+std::vector<std::size_t> share_sizes(std::size_t n, const std::vector<double>& fractions);
+
+// The examples of share `share` (0 .. fractions.size() - 1): the examples 0 .. n - 1 shuffled by
+// seeded_permutation(n, seed) below, share 0 taking the first share_sizes(...)[0] of that order,
+// share 1 the next ones, and so on, each in the permutation's order. The shares never overlap and
+// together hold every example once. Same requirements as share_sizes, and 0 <= share < the
+// number of fractions.
+std::vector<std::size_t> partition_examples(std::size_t n, const std::vector<double>& fractions,
+                                            std::uint64_t seed, int share);
+
+// Provided: the examples 0 .. n - 1 in a seeded order, the same on every machine (a Fisher-Yates
+// shuffle driven by splitmix64 from `seed`).
+inline std::vector<std::size_t> seeded_permutation(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::uint64_t state = seed;
+  const auto next = [&state] {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[next() % i]);
+  return order;
+}
+
+// The gradient of the whole batch from gradients each data-parallel rank averaged over its own
+// examples: `local_mean` is this rank's mean gradient over its `local_examples` examples, and
+// every rank of dp_comm returns the mean over all the batch's examples (what one rank holding
+// them all would compute). With shares of different sizes that is not the mean of the ranks'
+// means. A rank without examples holds no mean: its local_mean may be anything (NaN included)
+// and must not change the result. Throws std::invalid_argument on every rank when no rank has an
+// example. Data moves with dp_comm's Allreduce.
+template <class T>
+xt::xtensor<T, 1> weighted_gradient_average(const xt::xtensor<T, 1>& local_mean,
+                                            std::size_t local_examples, Communicator& dp_comm);
 
 }  // namespace dtk
