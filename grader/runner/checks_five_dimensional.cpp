@@ -64,9 +64,9 @@ void check_interleaved_schedule(CheckContext& context) {
     return;
   }
   context.out.note(std::to_string(m) + " micro-batches on " + ranks_text(p) + " of " +
-                   std::to_string(v) +
-                   " chunks each; F3.1 is the forward of micro-batch 3 through the rank's chunk 1, "
-                   "B3.1 its backward");
+                   std::to_string(v) + (v == 1 ? " chunk" : " chunks") +
+                   " each; Fm.c is the forward of micro-batch m through the rank's chunk c, Bm.c "
+                   "its backward");
   for (int r = 0; r < p; ++r) {
     const std::string name = "rank " + std::to_string(r);
     const std::vector<ChunkStep> steps =
@@ -172,8 +172,9 @@ void interleaved_case(CheckContext& context) {
   const int p = test.p, r = context.rank(), v = static_cast<int>(test.value("v", 2)),
             m = static_cast<int>(test.value("m", p));
   const std::size_t rows = 4, width = static_cast<std::size_t>(test.value("width", 3));
-  context.out.note(ranks_text(p) + " of " + std::to_string(v) + " chunks (model chunk c on rank " +
-                   "c % " + std::to_string(p) + "), " + std::to_string(m) + " micro-batches, " +
+  context.out.note(ranks_text(p) + " of " + std::to_string(v) + (v == 1 ? " chunk" : " chunks") +
+                   " (model chunk c on rank " + "c % " + std::to_string(p) + "), " +
+                   std::to_string(m) + " micro-batches, " +
                    (!test.has_word("gpipe") ? "interleaved"
                     : test.has_word("reversed")
                         ? "every forward then every backward, the odd ranks taking the "

@@ -8,12 +8,15 @@
 //     tensor where a share was asked is the mistake the part is about.
 //   - receive_from_stage: the grader's ranks send what the contract says; the student's call on
 //     the receiving ranks returns the tensor, recorded.
-// Without sequence parallelism the sending ranks hold one tensor alike: tp rank 0 draws it and
-// the grader broadcasts it over the sending stage's tp ranks, so the receiving stage never holds
-// it. With sequence parallelism every rank draws its own.
+// A call that throws leaves no rank waiting: every exchange ends with the grader's end marker,
+// sent and taken whatever the call did. Without sequence parallelism the sending ranks hold one
+// tensor alike: tp rank 0 draws it and the grader broadcasts it over the sending stage's tp
+// ranks, so the receiving stage never holds it. With sequence parallelism every rank draws its
+// own.
 #include <mpi.h>
 
 #include <algorithm>
+#include <exception>
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xmanipulation.hpp>
@@ -112,31 +115,56 @@ void record_values(CheckContext& context, const std::string& name, const std::ve
                 xt::xtensor<T, 1>(xt::adapt(std::vector<T>(values.begin(), values.begin() + 8))));
 }
 
-struct Communicators {
+// One case as this rank meets it: the layout, its communicators (pp_comm: this rank and its
+// counterpart in the other stage, ordered by stage; tp_comm: its stage's tp ranks of this
+// pipeline, ordered by tp rank; the grader's own, split before the call) and the calls' tag.
+struct Exchange {
+  Boundary b;
   Communicator pp_comm, tp_comm;
+  int tag;
 };
 
-// pp_comm: this rank and its counterpart in the other stage, ordered by stage; tp_comm: the
-// stage's tp ranks of this pipeline, ordered by tp rank. The grader's own, split before the call.
-Communicators communicators(CheckContext& context, const Boundary& b) {
-  return {context.world.Split(b.d * b.tp + b.t, b.stage),
-          context.world.Split(b.stage * b.dp + b.d, b.t)};
+// The case's exchange, its note saying who sends and who receives (`roles`).
+Exchange start_exchange(CheckContext& context, const std::string& roles) {
+  const Boundary b = boundary_of(context);
+  context.out.note(boundary_note(b, context.test.type) + "; " + roles);
+  return {b, context.world.Split(b.d * b.tp + b.t, b.stage),
+          context.world.Split(b.stage * b.dp + b.d, b.t),
+          context.shared_rng("tag").uniform_int(0, 32767)};
+}
+
+// Receives whatever `source` sent on `comm` up to and with the end marker: what the call under
+// test left unreceived (it threw first) is dropped.
+void take_until_end_marker(int source, Communicator& comm) {
+  for (;;) {
+    MPI_Status status;
+    MPI_Probe(source, MPI_ANY_TAG, comm.handle(), &status);
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    std::vector<char> buffer(static_cast<std::size_t>(bytes));
+    MPI_Recv(buffer.data(), bytes, MPI_BYTE, source, status.MPI_TAG, comm.handle(),
+             MPI_STATUS_IGNORE);
+    if (status.MPI_TAG == kEndTag) return;
+  }
 }
 
 template <class T>
 void send_case(CheckContext& context) {
-  const Boundary b = boundary_of(context);
-  context.out.note(boundary_note(b, context.test.type) +
-                   "; the student's send_to_stage sends, "
-                   "the grader receives whatever arrives");
-  auto [pp_comm, tp_comm] = communicators(context, b);
-  const int tag = context.shared_rng("tag").uniform_int(0, 32767);
+  Exchange x = start_exchange(
+      context, "the student's send_to_stage sends, the grader receives whatever arrives");
+  const Boundary& b = x.b;
   if (b.sends()) {
-    const xt::xtensor<T, 2> tensor = sent_tensor<T>(context, b, tp_comm);
-    context.call([&] {
-      send_to_stage<T>(tensor, b.sequence_parallel, b.other_stage(), tag, pp_comm, tp_comm);
-    });
-    MPI_Send(nullptr, 0, MPI_BYTE, b.other_stage(), kEndTag, pp_comm.handle());
+    const xt::xtensor<T, 2> tensor = sent_tensor<T>(context, b, x.tp_comm);
+    std::exception_ptr thrown;  // thrown again once the receiver has its end marker
+    try {
+      context.call([&] {
+        send_to_stage<T>(tensor, b.sequence_parallel, b.other_stage(), x.tag, x.pp_comm, x.tp_comm);
+      });
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    MPI_Send(nullptr, 0, MPI_BYTE, b.other_stage(), kEndTag, x.pp_comm.handle());
+    if (thrown) std::rethrow_exception(thrown);
     context.out.part("the bytes it sends");
     context.out.integer("bytes send_to_stage sent", static_cast<long long>(context.bytes_sent()));
     return;
@@ -147,15 +175,15 @@ void send_case(CheckContext& context) {
   int messages = 0;
   for (;;) {
     MPI_Status status;
-    MPI_Probe(b.other_stage(), MPI_ANY_TAG, pp_comm.handle(), &status);
+    MPI_Probe(b.other_stage(), MPI_ANY_TAG, x.pp_comm.handle(), &status);
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     std::vector<char> buffer(static_cast<std::size_t>(bytes));
-    MPI_Recv(buffer.data(), bytes, MPI_BYTE, b.other_stage(), status.MPI_TAG, pp_comm.handle(),
+    MPI_Recv(buffer.data(), bytes, MPI_BYTE, b.other_stage(), status.MPI_TAG, x.pp_comm.handle(),
              MPI_STATUS_IGNORE);
     if (status.MPI_TAG == kEndTag) break;
     const std::string name = "message " + std::to_string(++messages) + " " + from;
-    context.out.integer(name + ": its tag (the call's was " + std::to_string(tag) + ")",
+    context.out.integer(name + ": its tag (the call's was " + std::to_string(x.tag) + ")",
                         status.MPI_TAG);
     std::vector<T> values(buffer.size() / sizeof(T));
     std::copy_n(buffer.data(), values.size() * sizeof(T), reinterpret_cast<char*>(values.data()));
@@ -174,24 +202,34 @@ void send_case(CheckContext& context) {
 
 template <class T>
 void receive_case(CheckContext& context) {
-  const Boundary b = boundary_of(context);
-  context.out.note(boundary_note(b, context.test.type) +
-                   "; the grader sends as the contract says, "
-                   "the student's receive_from_stage receives");
-  auto [pp_comm, tp_comm] = communicators(context, b);
-  const int tag = context.shared_rng("tag").uniform_int(0, 32767);
+  Exchange x = start_exchange(
+      context, "the grader sends as the contract says, the student's receive_from_stage receives");
+  const Boundary& b = x.b;
   if (b.sends()) {
-    const xt::xtensor<T, 2> tensor = sent_tensor<T>(context, b, tp_comm);
+    const xt::xtensor<T, 2> tensor = sent_tensor<T>(context, b, x.tp_comm);
     const std::vector<T> message = expected_message(tensor, b, b.t);
-    MPI_Send(message.data(), static_cast<int>(message.size()), detail::mpi_datatype<T>(),
-             b.other_stage(), tag, pp_comm.handle());
+    // The message, then an end marker behind it (MPI keeps their order): a receiver whose call
+    // threw before taking the message takes it then, so that this send completes.
+    MPI_Request sending;
+    MPI_Isend(message.data(), static_cast<int>(message.size()), detail::mpi_datatype<T>(),
+              b.other_stage(), x.tag, x.pp_comm.handle(), &sending);
+    MPI_Send(nullptr, 0, MPI_BYTE, b.other_stage(), kEndTag, x.pp_comm.handle());
+    MPI_Wait(&sending, MPI_STATUS_IGNORE);
     return;
   }
   const std::array<std::size_t, 2> shape = {std::size_t(b.rows), std::size_t(b.width)};
-  const xt::xtensor<T, 2> received = context.call([&] {
-    return receive_from_stage<T>(shape, b.sequence_parallel, b.other_stage(), tag, pp_comm,
-                                 tp_comm);
-  });
+  std::exception_ptr thrown;
+  xt::xtensor<T, 2> received;
+  try {
+    received = context.call([&] {
+      return receive_from_stage<T>(shape, b.sequence_parallel, b.other_stage(), x.tag, x.pp_comm,
+                                   x.tp_comm);
+    });
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  take_until_end_marker(b.other_stage(), x.pp_comm);
+  if (thrown) std::rethrow_exception(thrown);
   const std::string name =
       "what tp rank " + std::to_string(b.t) + " of stage " + std::to_string(b.stage) + " returned";
   record_values(context, name, std::vector<T>(received.begin(), received.end()));

@@ -6,6 +6,7 @@
 // out in judge(), from a grid of the grader's own.
 #include <array>
 #include <functional>
+#include <optional>
 
 #include "check_context.hpp"
 
@@ -127,12 +128,25 @@ bool refuses(const GridShape& grid, int rank) {
   return !valid(grid) || rank < 0 || rank >= world_size(grid);
 }
 
-void check_grid_coordinates(CheckContext& context) {
+// The case's grid, its note ending with `recorded`; none once the arguments it must refuse (sizes
+// the contract refuses, or the case's rank=R outside the grid) are recorded instead.
+std::optional<GridShape> start_grid_case(CheckContext& context, const std::string& recorded) {
   const GridShape grid = case_grid(context.test);
   const int only = static_cast<int>(context.test.value("rank", -1));
-  if (refuses(grid, only < 0 ? 0 : only)) return record_refusals(context, grid, only);
+  if (refuses(grid, only < 0 ? 0 : only)) {
+    record_refusals(context, grid, only);
+    return std::nullopt;
+  }
   context.out.note("the grid " + grid_text(grid) + " of " + std::to_string(world_size(grid)) +
-                   " ranks; each rank's coordinates as [tp_idx, cp_idx, dp_idx, pp_idx, ep_idx]");
+                   " ranks; " + recorded);
+  return grid;
+}
+
+void check_grid_coordinates(CheckContext& context) {
+  const std::optional<GridShape> shape = start_grid_case(
+      context, "each rank's coordinates as [tp_idx, cp_idx, dp_idx, pp_idx, ep_idx]");
+  if (!shape) return;
+  const GridShape grid = *shape;
   for (int rank = 0; rank < world_size(grid); ++rank) {
     const std::string name = "world rank " + std::to_string(rank);
     const GridCoordinates at = context.call([&] { return grid_coordinates(grid, rank); });
@@ -155,11 +169,10 @@ void check_grid_coordinates(CheckContext& context) {
 }
 
 void check_grid_group(CheckContext& context) {
-  const GridShape grid = case_grid(context.test);
-  const int only = static_cast<int>(context.test.value("rank", -1));
-  if (refuses(grid, only < 0 ? 0 : only)) return record_refusals(context, grid, only);
-  context.out.note("the grid " + grid_text(grid) + " of " + std::to_string(world_size(grid)) +
-                   " ranks; each rank's groups as world ranks in increasing order");
+  const std::optional<GridShape> shape =
+      start_grid_case(context, "each rank's groups as world ranks in increasing order");
+  if (!shape) return;
+  const GridShape grid = *shape;
   for (const GroupInfo& info : groups()) {
     context.out.part(info.part);
     for (int rank = 0; rank < world_size(grid); ++rank) {

@@ -61,9 +61,7 @@ GridCoordinates grid_coordinates(const GridShape& grid, int world_rank) {
 std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup group) {
   // TODO (Part 14.3): each group is defined by the coordinates its members share (the header's
   // list). Think about the gradient groups before you write them: which ranks hold the same slice
-  // of a parameter, and which of those saw other tokens (under context parallelism, other
-  // positions of the same sequences count). The Expert group and the ExpertGradients group are
-  // easy to swap.
+  // of a parameter, and which of those saw other tokens of the batch?
   throw NotImplemented("grid_group", "five_dimensional/five_dimensional.cpp");
 }
 
@@ -73,8 +71,8 @@ template <class T>
 void send_to_stage(const xt::xtensor<T, 2>& tensor, bool sequence_parallel, int dest, int tag,
                    Communicator& pp_comm, Communicator& tp_comm) {
   // TODO (Part 14.4): decide first whether this rank sends a share or the whole tensor (the
-  // header's three cases), then send exactly one message. An xtensor is row-major: a block of
-  // rows is one contiguous run of its buffer (the Communicator's pointer forms send part of one).
+  // header's three cases), then send exactly one message. Trap: the shares must come back
+  // together as the tensor, row for row, on the receiving side.
   throw NotImplemented("send_to_stage", "five_dimensional/five_dimensional.cpp");
 }
 
@@ -106,8 +104,8 @@ template <class T>
 xt::xtensor<T, 1> weighted_gradient_average(const xt::xtensor<T, 1>& local_mean,
                                             std::size_t local_examples, Communicator& dp_comm) {
   // TODO (Part 14.5): what must be summed over the ranks so that the result is the mean over
-  // every example? Traps: a rank without examples may hold NaN, and 0 · NaN is NaN; every rank
-  // must throw together, or none.
+  // every example? Traps: what a rank without examples holds; every rank must throw together, or
+  // none.
   throw NotImplemented("weighted_gradient_average", "five_dimensional/five_dimensional.cpp");
 }
 

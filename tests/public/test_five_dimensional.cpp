@@ -796,7 +796,7 @@ TEMPLATE_TEST_CASE("Part 14 | weighted_gradient_average", "[part14]", float, dou
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     dtk::Communicator world;
     const int rank = world.Get_rank();
-    // Rank r: 3 (r + 1) examples whose mean gradient is (r + 1) · [1, 2, 3]; with `empty`, rank
+    // Rank r: 3·(r + 1) examples whose mean gradient is (r + 1) · [1, 2, 3]; with `empty`, rank
     // 2 has none and holds NaN.
     for (bool empty : {false, true}) {
       const auto examples_of = [&](int r) { return empty && r == 2 ? 0 : 3 * (r + 1); };
@@ -812,7 +812,7 @@ TEMPLATE_TEST_CASE("Part 14 | weighted_gradient_average", "[part14]", float, dou
           xt::xtensor<TestType, 1>{1, 2, 3} * TestType(weighted / examples);
       const xt::xtensor<TestType, 1> actual =
           dtk::weighted_gradient_average<TestType>(mean, examples_of(rank), world);
-      check.close(std::string("weighted_gradient_average, rank r holding 3 (r + 1) examples") +
+      check.close(std::string("weighted_gradient_average, rank r holding 3·(r + 1) examples") +
                       (empty ? " (rank 2 none, its mean NaN)" : "") +
                       ", the mean over the whole batch",
                   expected, actual, 1e-6, 0);

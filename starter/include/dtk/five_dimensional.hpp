@@ -101,8 +101,9 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
 // that talk most are neighbours (on a real machine: inside one node):
 //   world rank = ((pp_idx · dp + dp_idx) · cp + cp_idx) · tp + tp_idx.
 // Expert parallelism lives inside data parallelism, as in Part 12: ep divides dp, each run of ep
-// consecutive dp indices is one expert-parallel group, and its member ep_idx = dp_idx % ep holds
-// the ep-th of the experts numbered ep_idx.
+// consecutive dp indices is one expert-parallel group, and its ep members split the experts
+// between them (Part 12's local_experts), member ep_idx = dp_idx % ep. An expert's matrices are
+// split over tp like every other parameter's: ranks of the same tp_idx hold the same slice.
 struct GridShape {
   int tp = 1, cp = 1, dp = 1, pp = 1, ep = 1;
 };
@@ -153,7 +154,8 @@ std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup gro
 // tp = tp_comm.Get_size() and i = tp_comm.Get_rank(); both stages have the same tp. One call
 // sends one message (the tensor or the share, as one contiguous row-major buffer) to `dest` with
 // `tag`, and receive_from_stage receives one from `source` with `tag`. When it gathers, every tp
-// rank of the receiving stage calls receive_from_stage together. Data moves with the
+// rank of the receiving stage calls receive_from_stage together (with tp = 1 there is nothing to
+// gather). Data moves with the
 // Communicator's Send, Recv and Allgather (Isend and Irecv too, completed before the function
 // returns).
 template <class T>
@@ -178,8 +180,10 @@ xt::xtensor<T, 2> receive_from_stage(std::array<std::size_t, 2> shape, bool sequ
 // How many of n examples each share gets: floor(n · f_r) each, then the n - Σ floor(n · f_r)
 // examples left over one each to the shares of the largest remainders n · f_r - floor(n · f_r),
 // the lower index first among equal remainders (Hamilton's largest-remainder method: the sizes sum
-// to n, and none is more than one example away from n · f_r). Requires at least one fraction,
-// every fraction >= 0 and their sum 1 to within 1e-9.
+// to n, and none is more than one example away from n · f_r). n · f_r and the remainders are
+// computed in double, as written here, and compared exactly. Requires at least one fraction,
+// every fraction >= 0 and their sum 1 to within 1e-9 (then, for n below 10^9, the floors never
+// add up to more than n).
 std::vector<std::size_t> share_sizes(std::size_t n, const std::vector<double>& fractions);
 
 // The examples of share `share` (0 .. fractions.size() - 1): the examples 0 .. n - 1 shuffled by
@@ -210,9 +214,10 @@ inline std::vector<std::size_t> seeded_permutation(std::size_t n, std::uint64_t 
 // examples: `local_mean` is this rank's mean gradient over its `local_examples` examples, and
 // every rank of dp_comm returns the mean over all the batch's examples (what one rank holding
 // them all would compute). With shares of different sizes that is not the mean of the ranks'
-// means. A rank without examples holds no mean: its local_mean may be anything (NaN included)
-// and must not change the result. Throws std::invalid_argument on every rank when no rank has an
-// example. Data moves with dp_comm's Allreduce.
+// means. local_mean has the same size on every rank. A rank without examples holds no mean: its
+// local_mean's values may be anything (NaN included) and must not change the result. Throws
+// std::invalid_argument on every rank when no rank has an example. Data moves with dp_comm's
+// Allreduce.
 template <class T>
 xt::xtensor<T, 1> weighted_gradient_average(const xt::xtensor<T, 1>& local_mean,
                                             std::size_t local_examples, Communicator& dp_comm);
