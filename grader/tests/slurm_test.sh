@@ -110,9 +110,16 @@ columns "$work/slurm-graded/gradebook.csv" | sed 's/^/    /'
 pids=$(cat "$work/slurmctld.pid" "$work/slurmd.pid" "$work/munge/munged.pid")
 stop_cluster
 trap - EXIT
+# A daemon killed a moment ago may still be exiting (its /proc entry can vanish between two
+# looks, which once failed this check): each gets 5 s to be gone or a zombie.
+daemon_state() { awk '/^State:/ { print $2 }' "/proc/$1/status" 2> /dev/null; }
 for pid in $pids; do
-  if kill -0 "$pid" 2> /dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status"; then
+  for _ in $(seq 50); do
+    state=$(daemon_state "$pid")
+    [ -z "$state" ] || [ "$state" = Z ] && break
+    sleep 0.1
+  done
+  [ -z "$state" ] || [ "$state" = Z ] ||
     fail "a daemon of the test is still running: $(ps -o pid=,args= -p "$pid")"
-  fi
 done
 echo "PASS"
