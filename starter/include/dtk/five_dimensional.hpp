@@ -155,9 +155,8 @@ std::vector<int> grid_group(const GridShape& grid, int world_rank, GridGroup gro
 // sends one message (the tensor or the share, as one contiguous row-major buffer) to `dest` with
 // `tag`, and receive_from_stage receives one from `source` with `tag`. When it gathers, every tp
 // rank of the receiving stage calls receive_from_stage together (with tp = 1 there is nothing to
-// gather). Data moves with the
-// Communicator's Send, Recv and Allgather (Isend and Irecv too, completed before the function
-// returns).
+// gather). Data moves with the Communicator's Send, Recv and Allgather (Isend and Irecv too,
+// completed before the function returns).
 template <class T>
 void send_to_stage(const xt::xtensor<T, 2>& tensor, bool sequence_parallel, int dest, int tag,
                    Communicator& pp_comm, Communicator& tp_comm);
