@@ -61,39 +61,47 @@ xt::xtensor<std::int64_t, 1> as_tensor(const std::vector<std::size_t>& values) {
   return tensor;
 }
 
-// The sizes after a known mistake: floor(n · f) each, the leftovers added by `leftovers`.
+// floor(n · f) for each fraction: every rule below starts from them.
 std::vector<std::size_t> floors(std::size_t n, const std::vector<double>& fractions) {
   std::vector<std::size_t> sizes;
   for (double f : fractions) sizes.push_back(static_cast<std::size_t>(std::floor(double(n) * f)));
   return sizes;
 }
 
-std::size_t left_over(std::size_t n, const std::vector<std::size_t>& sizes) {
-  return n - std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-}
-
-std::vector<std::size_t> leftovers_to_last(std::size_t n, const std::vector<double>& fractions) {
+// The floors, and the examples they leave over given one each to the shares in `order`.
+std::vector<std::size_t> leftovers_by_order(std::size_t n, const std::vector<double>& fractions,
+                                            const std::vector<std::size_t>& order) {
   std::vector<std::size_t> sizes = floors(n, fractions);
-  sizes.back() += left_over(n, sizes);
+  const std::size_t left = n - std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
+  for (std::size_t i = 0; i < left; ++i) ++sizes[order[i % order.size()]];
   return sizes;
 }
 
-std::vector<std::size_t> leftovers_in_order(std::size_t n, const std::vector<double>& fractions) {
-  std::vector<std::size_t> sizes = floors(n, fractions);
-  for (std::size_t i = 0, left = left_over(n, sizes); i < left; ++i) ++sizes[i % sizes.size()];
-  return sizes;
-}
-
-// The right sizes, the grader's own (a check never calls a student function outside call()).
-std::vector<std::size_t> largest_remainders(std::size_t n, const std::vector<double>& fractions) {
-  std::vector<std::size_t> sizes = floors(n, fractions), order(fractions.size());
+std::vector<std::size_t> index_order(std::size_t count) {
+  std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+// A known mistake: every leftover to the last share.
+std::vector<std::size_t> leftovers_to_last(std::size_t n, const std::vector<double>& fractions) {
+  return leftovers_by_order(n, fractions, {fractions.size() - 1});
+}
+
+// A known mistake: the leftovers to the first shares, whatever their remainders.
+std::vector<std::size_t> leftovers_in_order(std::size_t n, const std::vector<double>& fractions) {
+  return leftovers_by_order(n, fractions, index_order(fractions.size()));
+}
+
+// The right sizes, the grader's own (a check never calls a student function outside call()):
+// the leftovers by remainder, the largest first, the lower index first among equal ones.
+std::vector<std::size_t> largest_remainders(std::size_t n, const std::vector<double>& fractions) {
+  const std::vector<std::size_t> sizes = floors(n, fractions);
   const auto remainder = [&](std::size_t i) { return double(n) * fractions[i] - double(sizes[i]); };
+  std::vector<std::size_t> order = index_order(fractions.size());
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return remainder(a) > remainder(b); });
-  for (std::size_t i = 0, left = left_over(n, sizes); i < left; ++i)
-    ++sizes[order[i % order.size()]];
-  return sizes;
+  return leftovers_by_order(n, fractions, order);
 }
 
 std::vector<std::size_t> rounded(std::size_t n, const std::vector<double>& fractions) {
@@ -117,7 +125,7 @@ void check_share_sizes(CheckContext& context) {
     return;
   }
   context.out.note(case_note(n, fractions));
-  const std::string name = call;
+  const std::string& name = call;
   record_tensor(context.out, name,
                 as_tensor(context.call([&] { return share_sizes(n, fractions); })));
   context.judge([&](Judgement& judgement) {
