@@ -241,6 +241,7 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
   command.env = {"OMPI_MCA_rmaps_base_oversubscribe=1",
                  "OMPI_MCA_btl_vader_single_copy_mechanism=none", "OPENBLAS_NUM_THREADS=1",
                  "OMP_NUM_THREADS=1"};
+  if (launcher.nap_when_waiting) command.env.push_back("OMPI_MCA_mpi_yield_when_idle=1");
   // Every rank is on this machine: no network plugins, no scan of its PCI devices.
   for (const auto& [name, value] : dtk::single_machine_mpi_settings())
     command.env.push_back(name + "=" + value);

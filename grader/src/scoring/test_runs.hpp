@@ -55,6 +55,11 @@ struct Launcher {
   // its tests.
   std::map<std::string, std::set<std::string>> allowed_mpi, allowed_communicator;
   std::vector<std::string> hidden_paths;
+  // Whether a rank waiting for a message naps between polls (the runner's sched_yield) on any
+  // number of ranks. Open MPI yields by itself only with more ranks than cores: a deadlocked test
+  // of 2 ranks on 2 cores spun both until its watchdog ended it. Off for the speed bonus's
+  // timings, which must measure the code, not naps.
+  bool nap_when_waiting = true;
 };
 
 // Runs `tests`, the largest first, in a launch on as many MPI ranks as the largest needs (a test
