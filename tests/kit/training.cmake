@@ -44,3 +44,11 @@ foreach(mode layouts measurements)
                    $<TARGET_FILE:unified_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
   set_tests_properties(kit_pipeline_training_${mode} PROPERTIES PROCESSORS 2)
 endforeach()
+
+# dp_averaging (assignment 4, 14.5's functions): on uneven shares gradient averaging is one rank's
+# weights; weight averaging is with SGD averaged every step only, not with Adam or local steps; a
+# bad command line is one line; the handout's table is what it prints.
+add_test(NAME kit_dp_averaging
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_dp_averaging.py
+                 ${PROJECT_SOURCE_DIR}/handout.md $<TARGET_FILE:dp_averaging> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+set_tests_properties(kit_dp_averaging PROPERTIES PROCESSORS 2)

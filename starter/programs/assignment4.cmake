@@ -1,0 +1,4 @@
+# Assignment 4's programs (included by starter/CMakeLists.txt where the tree holds its student
+# files): dp_averaging, gradient averaging against weight averaging over uneven shares (14.5).
+dtk_add_program(dp_averaging dp_averaging.cpp)
+target_sources(dp_averaging PRIVATE programs/command_line.cpp)
