@@ -176,6 +176,14 @@ const char* dtype_name() {
   if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
 }
 
+// A list of integers (indices, sizes, ranks, counts) as a record's int64 tensor.
+template <class Values>
+xt::xtensor<std::int64_t, 1> int_tensor(const Values& values) {
+  auto tensor = xt::xtensor<std::int64_t, 1>::from_shape({values.size()});
+  std::copy(values.begin(), values.end(), tensor.begin());
+  return tensor;
+}
+
 // Any xtensor expression as a record's payload: its shape and its elements, row-major.
 struct TensorPayload {
   const char* dtype;

@@ -60,12 +60,6 @@ std::vector<int> layout_positions(int length, int p, int r, bool zigzag) {
   return positions;
 }
 
-xt::xtensor<std::int32_t, 1> as_tensor(const std::vector<int>& values) {
-  auto tensor = xt::xtensor<std::int32_t, 1>::from_shape({values.size()});
-  std::copy(values.begin(), values.end(), tensor.begin());
-  return tensor;
-}
-
 // ----------------------------------- 11.1 -------------------------------------------------------
 
 void check_cp_positions(CheckContext& context) {
@@ -89,10 +83,10 @@ void check_cp_positions(CheckContext& context) {
   for (int r = one_index ? idx : 0; r < (one_index ? idx + 1 : cp); ++r) {
     const std::string name = "rank " + std::to_string(r) + "'s positions";
     record_tensor(context.out, name,
-                  as_tensor(context.call([&] { return cp_positions(seq, cp, r, zigzag); })));
+                  int_tensor(context.call([&] { return cp_positions(seq, cp, r, zigzag); })));
     context.judge([&](Judgement& judgement) {
       auto wrong = [&](const std::string& mistake, const std::vector<int>& positions) {
-        judgement.mistake(name, mistake, as_tensor(positions));
+        judgement.mistake(name, mistake, int_tensor(positions));
       };
       if (zigzag) {
         wrong("the two chunks swapped (chunk 2 cp_size - 1 - r before chunk r)",

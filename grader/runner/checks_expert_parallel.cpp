@@ -200,7 +200,7 @@ xt::xtensor<T, 2> rows_of(const Shapes& shapes, const std::vector<RankTokens<T>>
 }
 
 struct Counts {
-  xt::xtensor<std::int32_t, 1> send, recv, per_expert;
+  xt::xtensor<std::int64_t, 1> send, recv, per_expert;
 };
 
 // How many of rank `from`'s rows go to each expert of rank `to` (by local expert), with `owner`
@@ -222,8 +222,8 @@ Counts counts_of(const Shapes& shapes, const std::vector<RankTokens<T>>& all, in
                  bool round_robin = false) {
   auto owner = [&](int e) { return round_robin ? e % shapes.ranks : shapes.owner(e); };
   const std::size_t p = shapes.ranks;
-  Counts counts{xt::zeros<std::int32_t>({p}), xt::zeros<std::int32_t>({p}),
-                xt::zeros<std::int32_t>({std::size_t(shapes.per_rank())})};
+  Counts counts{xt::zeros<std::int64_t>({p}), xt::zeros<std::int64_t>({p}),
+                xt::zeros<std::int64_t>({std::size_t(shapes.per_rank())})};
   for (int q = 0; q < shapes.ranks; ++q) {
     for (int n : rows_for(shapes, all[r].ids, q, owner, round_robin)) counts.send(q) += n;
     const std::vector<int> from_q = rows_for(shapes, all[q].ids, r, owner, round_robin);
@@ -233,12 +233,6 @@ Counts counts_of(const Shapes& shapes, const std::vector<RankTokens<T>>& all, in
     }
   }
   return counts;
-}
-
-xt::xtensor<std::int32_t, 1> as_tensor(const std::vector<int>& values) {
-  xt::xtensor<std::int32_t, 1> out = xt::xtensor<std::int32_t, 1>::from_shape({values.size()});
-  std::copy(values.begin(), values.end(), out.begin());
-  return out;
 }
 
 // Rows this rank sends other ranks, by the counts.
@@ -316,10 +310,10 @@ void dispatch_case(CheckContext& context) {
   context.out.part("the rows, by local expert, then source rank");
   record_tensor(context.out, "the returned rows", rows);
   context.out.part("the plan's counts");
-  record_tensor(context.out, "plan.send_counts", as_tensor(plan.send_counts));
-  record_tensor(context.out, "plan.recv_counts", as_tensor(plan.recv_counts));
+  record_tensor(context.out, "plan.send_counts", int_tensor(plan.send_counts));
+  record_tensor(context.out, "plan.recv_counts", int_tensor(plan.recv_counts));
   record_tensor(context.out, "plan.tokens_per_local_expert",
-                as_tensor(plan.tokens_per_local_expert));
+                int_tensor(plan.tokens_per_local_expert));
   context.judge(
       [&](Judgement& judgement) { record_dispatch_mistakes<T>(judgement, shapes, r, skewed); });
   // The plan's orders are judged after the launch, with every rank's (derive_rows_lost).

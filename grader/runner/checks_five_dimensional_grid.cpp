@@ -38,12 +38,6 @@ std::string grid_text(const GridShape& g) {
          ", ep=" + std::to_string(g.ep) + "}";
 }
 
-xt::xtensor<std::int32_t, 1> int_tensor(const std::vector<int>& values) {
-  auto tensor = xt::xtensor<std::int32_t, 1>::from_shape({values.size()});
-  std::copy(values.begin(), values.end(), tensor.begin());
-  return tensor;
-}
-
 std::vector<int> as_values(const GridCoordinates& at) {
   return {at.tp, at.cp, at.dp, at.pp, at.ep};
 }

@@ -55,12 +55,6 @@ std::string fractions_text(const std::vector<double>& fractions) {
   return text + "}";
 }
 
-xt::xtensor<std::int64_t, 1> as_tensor(const std::vector<std::size_t>& values) {
-  auto tensor = xt::xtensor<std::int64_t, 1>::from_shape({values.size()});
-  std::copy(values.begin(), values.end(), tensor.begin());
-  return tensor;
-}
-
 // floor(n · f) for each fraction: every rule below starts from them.
 std::vector<std::size_t> floors(std::size_t n, const std::vector<double>& fractions) {
   std::vector<std::size_t> sizes;
@@ -127,14 +121,14 @@ void check_share_sizes(CheckContext& context) {
   context.out.note(case_note(n, fractions));
   const std::string& name = call;
   record_tensor(context.out, name,
-                as_tensor(context.call([&] { return share_sizes(n, fractions); })));
+                int_tensor(context.call([&] { return share_sizes(n, fractions); })));
   context.judge([&](Judgement& judgement) {
     judgement.mistake(name, "every leftover example to the last share",
-                      as_tensor(leftovers_to_last(n, fractions)));
+                      int_tensor(leftovers_to_last(n, fractions)));
     judgement.mistake(name, "the leftovers one each to the first shares, not by remainder",
-                      as_tensor(leftovers_in_order(n, fractions)));
+                      int_tensor(leftovers_in_order(n, fractions)));
     judgement.mistake(name, "each n · f rounded to the nearest (the sizes need not sum to n)",
-                      as_tensor(rounded(n, fractions)));
+                      int_tensor(rounded(n, fractions)));
   });
 }
 
@@ -157,7 +151,7 @@ void check_partition_examples(CheckContext& context) {
     const std::string name = "share " + std::to_string(share);
     record_tensor(
         context.out, name,
-        as_tensor(context.call([&] { return partition_examples(n, fractions, seed, share); })));
+        int_tensor(context.call([&] { return partition_examples(n, fractions, seed, share); })));
     context.judge([&](Judgement& judgement) {
       const std::vector<std::size_t> sizes = largest_remainders(n, fractions);
       const std::vector<std::size_t> order = seeded_permutation(n, seed);
@@ -166,13 +160,13 @@ void check_partition_examples(CheckContext& context) {
       std::vector<std::size_t> mine(order.begin() + begin, order.begin() + begin + sizes[share]);
       std::sort(mine.begin(), mine.end());
       judgement.mistake(name, "the share's examples sorted (the permutation's order was asked)",
-                        as_tensor(mine));
+                        int_tensor(mine));
       const std::vector<std::size_t> own = seeded_permutation(n, seed + share);
       judgement.mistake(name,
                         "each share cut from a permutation of its own (seed + share): "
                         "shares overlap",
-                        as_tensor(std::vector<std::size_t>(own.begin() + begin,
-                                                           own.begin() + begin + sizes[share])));
+                        int_tensor(std::vector<std::size_t>(own.begin() + begin,
+                                                            own.begin() + begin + sizes[share])));
     });
   }
 }

@@ -115,13 +115,6 @@ std::vector<std::int64_t> head_by_head_columns(int hidden, int d, int begin, int
   return columns;
 }
 
-template <class Values>
-xt::xtensor<std::int64_t, 1> as_tensor(const Values& values) {
-  xt::xtensor<std::int64_t, 1> t = xt::xtensor<std::int64_t, 1>::from_shape({values.size()});
-  std::copy(values.begin(), values.end(), t.begin());
-  return t;
-}
-
 void check_qkv_columns(CheckContext& context) {
   const HeadCase c = head_case(context);
   const int hidden = required(context, "hidden"), heads = c.heads, tp = c.tp;
@@ -141,19 +134,19 @@ void check_qkv_columns(CheckContext& context) {
   for (int r = c.first; r <= c.last; ++r) {
     const std::string name = "rank " + std::to_string(r) + "'s columns";
     record_tensor(context.out, name,
-                  as_tensor(context.call([&] { return qkv_columns(hidden, heads, tp, r); })));
+                  int_tensor(context.call([&] { return qkv_columns(hidden, heads, tp, r); })));
     context.judge([&](Judgement& judgement) {
       std::vector<std::int64_t> block(width);
       std::iota(block.begin(), block.end(), std::int64_t(r) * width);
       judgement.mistake(name,
                         "a contiguous block of the fused [Q | K | V] columns (columns [r · 3h/tp, "
                         "(r + 1) · 3h/tp))",
-                        as_tensor(block));
+                        int_tensor(block));
       judgement.mistake(
           name,
           "each head's Q, K and V columns together (head by head), not all its Q "
           "columns, then all its K columns, then all its V columns",
-          as_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
+          int_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
     });
   }
 }
