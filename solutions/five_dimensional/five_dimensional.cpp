@@ -156,10 +156,6 @@ void check_grid(const GridShape& grid, int world_rank, const std::string& functi
               std::to_string(grid_size(grid) - 1) + ", got " + std::to_string(world_rank));
 }
 
-int world_rank_of(const GridShape& grid, const GridCoordinates& at) {
-  return ((at.pp * grid.dp + at.dp) * grid.cp + at.cp) * grid.tp + at.tp;
-}
-
 }  // namespace
 
 GridCoordinates grid_coordinates(const GridShape& grid, int world_rank) {
