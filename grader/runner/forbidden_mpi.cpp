@@ -142,6 +142,49 @@ void count_completed(MPI_Request request, const MPI_Status& status) {
   count_received(receive.comm, status, receive.type);
 }
 
+// The events of student calls, while a check records them (MpiEventRecording), and each request
+// in flight's tag and posting number, kept from one recording to the next (a request posted in
+// one student call is tested in the next). Keyed by where the caller keeps its MPI_Request, not
+// by the handle: Open MPI hands every small send that completed at once the same handle.
+std::vector<MpiEvent>* event_log = nullptr;
+std::map<const MPI_Request*, std::pair<int, std::uint64_t>> posted_requests;
+std::uint64_t postings = 0;
+std::mutex events_mutex;
+
+void log_event(MpiEvent event) {
+  if (!in_student_call) return;
+  const std::lock_guard<std::mutex> lock(events_mutex);
+  if (event_log != nullptr) event_log->push_back(std::move(event));
+}
+
+void log_posted(const MPI_Request* request, int tag, bool send) {
+  if (!in_student_call) return;
+  const std::lock_guard<std::mutex> lock(events_mutex);
+  if (event_log == nullptr) return;
+  posted_requests[request] = {tag, ++postings};
+  MpiEvent event;
+  event.kind = MpiEvent::Kind::post;
+  event.tag = tag;
+  event.request = postings;
+  event.send = send;
+  event_log->push_back(event);
+}
+
+// A test or wait of the request kept at `request` (completed: whether it completed).
+void log_completion(const MPI_Request* request, MpiEvent::Kind kind, bool completed) {
+  if (!in_student_call) return;
+  const std::lock_guard<std::mutex> lock(events_mutex);
+  const auto found = posted_requests.find(request);
+  if (event_log == nullptr || found == posted_requests.end()) return;
+  MpiEvent event;
+  event.kind = kind;
+  event.tag = found->second.first;
+  event.request = found->second.second;
+  event.completed = completed;
+  event_log->push_back(event);
+  if (completed) posted_requests.erase(found);
+}
+
 // A collective's bytes, by the Communicator's estimates: what a rank sends and, rings being
 // symmetric, receives.
 void count_collective(MPI_Comm comm, dtk::Collective collective, long long n, MPI_Datatype type) {
@@ -175,6 +218,12 @@ void count_alltoallv(MPI_Comm comm, const int send_counts[], MPI_Datatype send_t
 
 void watch(const char* call, const void* return_address) {
   if (!is_allowed_mpi_call(call)) report_forbidden_call(call, return_address);
+  const std::string name = call;
+  if (name != "MPI_Isend" && name != "MPI_Irecv") {  // logged once posted (log_posted)
+    MpiEvent event;
+    event.call = name;
+    log_event(std::move(event));
+  }
 }
 
 }  // namespace
@@ -212,6 +261,16 @@ StudentCall::~StudentCall() {
   const std::lock_guard<std::mutex> lock(traffic_mutex);
   in_student_call = false;
   student_traffic = nullptr;
+}
+
+MpiEventRecording::MpiEventRecording(std::vector<MpiEvent>& log) {
+  const std::lock_guard<std::mutex> lock(events_mutex);
+  event_log = &log;
+}
+
+MpiEventRecording::~MpiEventRecording() {
+  const std::lock_guard<std::mutex> lock(events_mutex);
+  event_log = nullptr;
 }
 
 void allow_calls(Rules mpi_by_function, Rules communicator_by_function) {
@@ -284,13 +343,19 @@ DTK_FORBID(Rsend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c), (b, n, t, t
 extern "C" int MPI_Isend(Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r) {
   dtk::grade::watch("MPI_Isend", __builtin_return_address(0));
   const int error = PMPI_Isend(b, n, t, to, tag, c, r);
-  if (error == MPI_SUCCESS) dtk::grade::count_sent(c, to, n, t);
+  if (error == MPI_SUCCESS) {
+    dtk::grade::count_sent(c, to, n, t);
+    dtk::grade::log_posted(r, tag, /*send=*/true);
+  }
   return error;
 }
 extern "C" int MPI_Irecv(void* b, int n, Dt t, int from, int tag, MPI_Comm c, MPI_Request* r) {
   dtk::grade::watch("MPI_Irecv", __builtin_return_address(0));
   const int error = PMPI_Irecv(b, n, t, from, tag, c, r);
-  if (error == MPI_SUCCESS) dtk::grade::remember_receive(*r, c, t);
+  if (error == MPI_SUCCESS) {
+    dtk::grade::remember_receive(*r, c, t);
+    dtk::grade::log_posted(r, tag, /*send=*/false);
+  }
   return error;
 }
 extern "C" int MPI_Wait(MPI_Request* r, MPI_Status* s) {
@@ -298,7 +363,10 @@ extern "C" int MPI_Wait(MPI_Request* r, MPI_Status* s) {
   MPI_Status own;
   MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
   const int error = PMPI_Wait(r, status);
-  if (error == MPI_SUCCESS) dtk::grade::count_completed(request, *status);
+  if (error == MPI_SUCCESS) {
+    dtk::grade::count_completed(request, *status);
+    dtk::grade::log_completion(r, dtk::grade::MpiEvent::Kind::wait, true);
+  }
   return error;
 }
 extern "C" int MPI_Test(MPI_Request* r, int* done, MPI_Status* s) {
@@ -307,6 +375,9 @@ extern "C" int MPI_Test(MPI_Request* r, int* done, MPI_Status* s) {
   MPI_Status* status = s == MPI_STATUS_IGNORE ? &own : s;
   const int error = PMPI_Test(r, done, status);
   if (error == MPI_SUCCESS && *done) dtk::grade::count_completed(request, *status);
+  if (error == MPI_SUCCESS) {
+    dtk::grade::log_completion(r, dtk::grade::MpiEvent::Kind::test, *done != 0);
+  }
   return error;
 }
 DTK_FORBID(Issend, (Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Request* r),

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace dtk::grade {
 
@@ -45,6 +46,33 @@ class StudentCall {
   ~StudentCall();
   StudentCall(const StudentCall&) = delete;
   StudentCall& operator=(const StudentCall&) = delete;
+};
+
+// One MPI call a student call made, as a check that judges the order of the messages sees it
+// (Part 15: a bucket's reduction posted while the backward runs, requests tested between layers).
+struct MpiEvent {
+  enum class Kind {
+    post,     // an Isend or Irecv posted
+    test,     // MPI_Test of a posted request: `completed` says whether it found it complete
+    wait,     // MPI_Wait of a posted request
+    blocking  // any other watched call (Send, Recv, a collective, ...): it may wait
+  };
+  Kind kind = Kind::blocking;
+  int tag = -1;               // post, test, wait: the message's tag
+  std::uint64_t request = 0;  // post, test, wait: which posting (1, 2, ... in posting order)
+  bool send = false;          // post: an Isend (else an Irecv)
+  bool completed = false;     // test: found complete (wait: always complete)
+  std::string call;           // blocking: the MPI function, e.g. "MPI_Send"
+};
+
+// While one lives, the MPI calls of student calls (from any thread) are appended to `log`. One
+// at a time.
+class MpiEventRecording {
+ public:
+  explicit MpiEventRecording(std::vector<MpiEvent>& log);
+  ~MpiEventRecording();
+  MpiEventRecording(const MpiEventRecording&) = delete;
+  MpiEventRecording& operator=(const MpiEventRecording&) = delete;
 };
 
 // Inside a StudentCall: "Communicator::<call>" when MPI call `call`, made by the Communicator,

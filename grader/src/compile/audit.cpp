@@ -300,8 +300,10 @@ bool defines_function(const Audit& audit, const std::string& function, const std
   // Demangled, std::int32_t reads "int".
   const std::string spelled = type == "int32" ? "int" : type;
   const std::string instance = type.empty() ? function : function + "<" + spelled + ">";
+  // A graded class (Part 15's GradientBuckets) is defined where its constructor is.
+  const std::string constructor = function + "::" + function;
   for (const std::string& name : audit.defined) {
-    if (names_function(name, instance, "(")) return true;
+    if (names_function(name, instance, "(") || names_function(name, constructor, "(")) return true;
   }
   return false;
 }

@@ -58,7 +58,8 @@ std::map<std::string, Audit> audit_library(const std::vector<AuditedObject>& obj
 Audit audit_object(const std::string& readelf, const std::vector<std::string>& functions,
                    const AuditRules& rules);
 
-// Does the object define `function` (for `type`, "" when not a template)?
+// Does the object define `function` (for `type`, "" when not a template), or the class
+// `function` (its constructor)?
 bool defines_function(const Audit& audit, const std::string& function, const std::string& type);
 
 std::string demangle(const std::string& symbol);
