@@ -31,6 +31,7 @@
 //   send_to_stage, receive_from_stage,
 //   share_sizes, partition_examples,
 //   weighted_gradient_average
+//   assign_buckets, GradientBuckets   overlap.hpp                     Part 15 (you)
 //
 // Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.
@@ -61,4 +62,7 @@
 #endif
 #if __has_include("dtk/five_dimensional.hpp")
 #include "dtk/five_dimensional.hpp"
+#endif
+#if __has_include("dtk/overlap.hpp")
+#include "dtk/overlap.hpp"
 #endif

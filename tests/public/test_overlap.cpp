@@ -1,0 +1,217 @@
+// Part 15 public tests: assign_buckets by hand, and GradientBuckets on 4 ranks (and on groups of
+// 2 and of 1) through a backward of this file: layers of parameters whose gradients say which
+// rank and element they come from, progress() between the layers, finish() after them.
+//   mpirun -n 4 ./build/tests/test_overlap
+// What is checked of GradientBuckets: every gradient summed over the ranks; a bucket's first
+// message posted inside the gradient_ready that fills it; nothing but Isend and Irecv (and their
+// completions) inside gradient_ready and progress; and progress() alone, called after the
+// backward, moving every ring on to its last message before finish() runs. The hidden tests
+// judge the same from every MPI call the code makes (the tags included) and on other shapes.
+#include "dtk_test.hpp"
+
+#include <mpi.h>
+
+#include <xtensor/xadapt.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kRanks = 4;
+
+using dtk::testing::expect_invalid_argument;
+
+std::string bytes_text(const std::vector<std::size_t>& bytes) {
+  std::string text;
+  for (std::size_t b : bytes) text += (text.empty() ? "" : ", ") + std::to_string(b);
+  return "{" + text + "}";
+}
+
+std::string buckets_text(const std::vector<std::vector<int>>& buckets) {
+  std::string text = "{";
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    text += b ? ", {" : "{";
+    for (std::size_t i = 0; i < buckets[b].size(); ++i) {
+      text += (i ? ", " : "") + std::to_string(buckets[b][i]);
+    }
+    text += "}";
+  }
+  return text + "}";
+}
+
+struct ByHand {
+  std::vector<std::size_t> bytes;
+  std::size_t cap, first_cap;
+  std::vector<std::vector<int>> buckets;
+  const char* why;
+};
+
+const std::vector<ByHand> kByHand = {
+    {{4, 4, 4, 4, 4}, 8, 4, {{4}, {3, 2}, {1, 0}}, "the first bucket has a cap of its own"},
+    {{1, 1, 1, 1, 1}, 3, 3, {{4, 3, 2}, {1, 0}}, "the last bucket holds what is left"},
+    {{100, 1, 1}, 4, 2, {{2, 1}, {0}}, "a parameter above the cap closes its bucket"},
+    {{3, 5, 2, 6}, 6, 6, {{3}, {2, 1}, {0}}, "a bucket closes when it reaches its cap"},
+    {{7}, 100, 100, {{0}}, "one parameter"},
+    {{}, 10, 10, {}, "no parameters, no buckets"},
+};
+
+TEST_CASE("Part 15 | assign_buckets: by hand", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    for (const ByHand& c : kByHand) {
+      const std::string call = "assign_buckets(" + bytes_text(c.bytes) + ", " +
+                               std::to_string(c.cap) + ", " + std::to_string(c.first_cap) + ")";
+      const std::string actual = buckets_text(dtk::assign_buckets(c.bytes, c.cap, c.first_cap));
+      check.that(actual == buckets_text(c.buckets), call + " (" + c.why + ")\n  expected " +
+                                                        buckets_text(c.buckets) + "\n  actual   " +
+                                                        actual);
+    }
+  });
+}
+
+TEST_CASE("Part 15 | assign_buckets: bad arguments throw std::invalid_argument", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    expect_invalid_argument(check, "assign_buckets({4, 4}, 0, 4)", [] {
+      dtk::assign_buckets({4, 4}, 0, 4);
+    });
+    expect_invalid_argument(check, "assign_buckets({4, 4}, 4, 0)", [] {
+      dtk::assign_buckets({4, 4}, 4, 0);
+    });
+    expect_invalid_argument(check, "assign_buckets({4, 0}, 4, 4)", [] {
+      dtk::assign_buckets({4, 0}, 4, 4);
+    });
+  });
+}
+
+// --- GradientBuckets ---------------------------------------------------------------------------
+
+// A model of `layers` layers of two parameters each; parameter i has sizes[i] elements. Rank r's
+// gradient of parameter i holds r + 1 + i / 1000 + e / 10^6 at element e: every sum says which
+// elements it added.
+struct Model {
+  int layers;
+  std::vector<std::size_t> sizes;
+};
+
+xt::xtensor<double, 1> gradient_of(int rank, int parameter, std::size_t size) {
+  auto g = xt::xtensor<double, 1>::from_shape({size});
+  for (std::size_t e = 0; e < size; ++e) g(e) = rank + 1 + parameter / 1e3 + double(e) / 1e6;
+  return g;
+}
+
+// What the Communicator's observer saw while a WatchedCalls lived: Isends posted, and every call
+// that is not a non-blocking one or a completion ("Wait": a request completed by Wait or Test).
+struct Seen {
+  int isends = 0;
+  std::vector<std::string> blocking;
+};
+Seen seen;
+
+struct WatchedCalls {
+  WatchedCalls() {
+    seen = Seen{};
+    dtk::set_communication_observer([](const dtk::CommunicationCall& call) {
+      const std::string name = call.call;
+      if (name == "Isend") ++seen.isends;
+      if (name != "Isend" && name != "Irecv" && name != "Wait") seen.blocking.push_back(name);
+    });
+  }
+  ~WatchedCalls() { dtk::set_communication_observer({}); }
+};
+
+// The buckets of the model: the backward's order, three parameters each (the last bucket fewer).
+std::vector<std::vector<int>> buckets_of(const Model& model) {
+  std::vector<std::vector<int>> buckets;
+  for (int i = 2 * model.layers - 1; i >= 0; --i) {
+    if (buckets.empty() || buckets.back().size() == 3) buckets.emplace_back();
+    buckets.back().push_back(i);
+  }
+  return buckets;
+}
+
+// Runs a step's backward on `comm` and checks the sums and what the calls did.
+void run_backward(dtk::testing::Checks& check, const Model& model, dtk::Communicator& comm,
+                  const std::string& where) {
+  const int p = comm.Get_size(), r = comm.Get_rank();
+  const std::vector<std::vector<int>> buckets = buckets_of(model);
+  std::vector<int> bucket_of(model.sizes.size());
+  std::vector<std::size_t> missing(buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    for (int i : buckets[b]) bucket_of[i] = static_cast<int>(b);
+    missing[b] = buckets[b].size();
+  }
+  const WatchedCalls watched;
+  dtk::GradientBuckets reducer(buckets, model.sizes, comm);
+  std::vector<std::string> late;  // buckets whose first message waited past their last gradient
+  for (int layer = model.layers - 1; layer >= 0; --layer) {
+    for (int i : {2 * layer + 1, 2 * layer}) {
+      const int before = seen.isends;
+      reducer.gradient_ready(i, gradient_of(r, i, model.sizes[i]));
+      if (--missing[bucket_of[i]] == 0 && p > 1 && seen.isends == before) {
+        late.push_back("bucket " + std::to_string(bucket_of[i]));
+      }
+    }
+    reducer.progress();
+  }
+  check.that(late.empty(), where + ": no message was posted inside the gradient_ready that " +
+                               "filled " + (late.empty() ? "" : late.front()) +
+                               ": a full bucket's reduction starts at once");
+  check.that(seen.blocking.empty(),
+             where + ": gradient_ready and progress called " +
+                 (seen.blocking.empty() ? "" : seen.blocking.front()) +
+                 ", which waits: during the backward use Isend, Irecv and Request::Test only");
+
+  // progress() alone, after the backward, must take every ring to its last message: a ring of
+  // p ranks posts 2(p - 1) sends per bucket, one per step, each after the step before arrived.
+  const int rings_done = static_cast<int>(buckets.size()) * 2 * (p - 1);
+  const double deadline = MPI_Wtime() + 10;
+  while (seen.isends < rings_done && MPI_Wtime() < deadline) reducer.progress();
+  check.that(seen.isends >= rings_done,
+             where + ": after 10 s of progress() calls, " + std::to_string(seen.isends) + " of " +
+                 std::to_string(rings_done) +
+                 " ring sends were posted: progress() must test the requests in flight and, as "
+                 "a step's messages arrive, post the next step's");
+  comm.Barrier();  // the others' last messages move while this rank waits here
+
+  const std::vector<xt::xtensor<double, 1>> sums = reducer.finish();
+  check.equal(where + ": finish() returns one gradient per parameter", model.sizes.size(),
+              sums.size());
+  for (std::size_t i = 0; i < sums.size() && i < model.sizes.size(); ++i) {
+    xt::xtensor<double, 1> expected = xt::zeros<double>({model.sizes[i]});
+    for (int q = 0; q < p; ++q) expected += gradient_of(q, static_cast<int>(i), model.sizes[i]);
+    check.close(where + ": parameter " + std::to_string(i) + "'s gradient summed", expected,
+                sums[i], 1e-12, 0,
+                {{"this rank's own gradient, never reduced",
+                  gradient_of(r, static_cast<int>(i), model.sizes[i])},
+                 {"the mean over the ranks, not the sum", expected / double(p)}});
+  }
+}
+
+TEST_CASE("Part 15 | GradientBuckets: 4 ranks, small buckets", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    run_backward(check, {4, {5, 3, 1, 7, 2, 9, 4, 6}}, world, "4 ranks, 8 parameters");
+  });
+}
+
+TEST_CASE("Part 15 | GradientBuckets: groups of 2 and of 1, buckets smaller than the ring",
+          "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    const int r = world.Get_rank();
+    dtk::Communicator pairs = world.Split(r / 2, r);
+    run_backward(check, {3, {1, 1, 2, 1, 1, 3}}, pairs, "2 ranks, 6 parameters of 1 to 3");
+    dtk::Communicator alone = world.Split(r, 0);
+    run_backward(check, {2, {4, 2, 3, 1}}, alone, "1 rank");
+  });
+}
+
+TEST_CASE("Part 15 | GradientBuckets: buckets of 1 MB and more", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    run_backward(check, {2, {65536, 131072, 65537, 40000}}, world, "4 ranks, 2 MB of gradients");
+  });
+}
+
+}  // namespace
