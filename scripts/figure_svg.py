@@ -1,6 +1,6 @@
-"""What the kit's figure scripts (make-gpt-figure.py, make-gpt-layout-figures.py) share: the
-opening of a self-contained SVG, with its size, font, white background, title (as <title> for
-screen readers and as a bold heading) and grey subtitle lines below it."""
+"""What the kit's figure scripts share: the opening of a self-contained SVG, with its size, font,
+white background, title (as <title> for screen readers and as a bold heading) and grey subtitle
+lines below it; and its closing."""
 from xml.sax.saxutils import escape
 
 
@@ -18,3 +18,15 @@ def svg_opening(width, height, title, subtitle):
         out.append('  <text x="%d" y="%d" text-anchor="middle" fill="#555555" font-size="12">%s'
                    '</text>' % (width // 2, 44 + 17 * i, escape(line)))
     return out
+
+
+def svg_text(elements):
+    """The SVG whole: `elements` (svg_opening's and what follows, one string each), closed."""
+    return "\n".join(elements + ["</svg>"]) + "\n"
+
+
+def write_svg(path, elements):
+    """Writes svg_text(elements) to `path` and prints the path."""
+    with open(path, "w") as f:
+        f.write(svg_text(elements))
+    print(path)

@@ -10,7 +10,7 @@ usage: scripts/make-chunks-figure.py [OUTPUT]      (default: figs/interleaved_ch
 import os
 import sys
 
-from figure_svg import svg_opening
+from figure_svg import svg_opening, write_svg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "figs",
@@ -86,10 +86,7 @@ def main():
     out.append('  <text x="%d" y="%d" fill="#555555" font-size="12">The backward goes the same '
                'way back, from the last chunk (the loss) to chunk 0. Every arrow is a message; '
                'Part 8 had p - 1 of them.</text>' % (10, HEIGHT - 14))
-    out.append("</svg>")
-    with open(OUTPUT, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print(OUTPUT)
+    write_svg(OUTPUT, out)
 
 
 if __name__ == "__main__":

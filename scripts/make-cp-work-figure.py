@@ -10,6 +10,8 @@ usage: scripts/make-cp-work-figure.py [OUTPUT]   (default: figs/cp_work_per_rank
 import os
 import sys
 
+from figure_svg import svg_text
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "figs", "cp_work_per_rank.svg")
 LENGTH, RANKS = 16, 4
@@ -105,8 +107,7 @@ def svg():
     ]
     parts += ["  " + p for p in panel(70, "contiguous slices", False)]
     parts += ["  " + p for p in panel(560, "zig-zag: chunks r and 2p - 1 - r", True)]
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return svg_text(parts)
 
 
 def main():

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape
 
-from figure_svg import svg_opening
+from figure_svg import svg_opening, svg_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
@@ -112,8 +112,7 @@ def svg(bubbles):
                'Stage 1 holds the head,</text>')
     out.append(f'  <text x="{right + 20}" y="{legend_y + 52}" font-size="12" fill="#555555">'
                'the heavier stage: it waits less.</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return svg_text(out)
 
 
 bubbles = {(s, m): measure(s, m) for s in SCHEDULES for m in runs(s)}

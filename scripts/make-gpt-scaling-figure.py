@@ -19,7 +19,7 @@ import sys
 import tempfile
 from xml.sax.saxutils import escape
 
-from figure_svg import svg_opening
+from figure_svg import svg_opening, svg_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
@@ -113,8 +113,7 @@ def svg(tokens, steps):
         out.append(f'  <line x1="{x}" y1="{height - 40}" x2="{x + 24}" y2="{height - 40}" '
                    f'stroke="{colour}" stroke-width="2"{dash}/><text x="{x + 30}" '
                    f'y="{height - 36}" font-size="12">{escape(label)}</text>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return svg_text(out)
 
 
 def main():

@@ -11,7 +11,7 @@ import os
 import sys
 from xml.sax.saxutils import escape
 
-from figure_svg import svg_opening
+from figure_svg import svg_opening, write_svg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "figs", "grid_5d.svg")
@@ -85,10 +85,7 @@ def main():
     for i, line in enumerate(QUESTION):
         out.append('  <text x="%d" y="%d" fill="#555555"%s>%s</text>'
                    % (x0, y0 + 14 + 18 * i, ' font-weight="bold"' if i == 0 else "", escape(line)))
-    out.append("</svg>")
-    with open(OUTPUT, "w") as f:
-        f.write("\n".join(out) + "\n")
-    print(OUTPUT)
+    write_svg(OUTPUT, out)
 
 
 if __name__ == "__main__":
