@@ -241,8 +241,9 @@ class Overlap {
     return {count, first};
   }
 
-  // progress() calls that left a request in flight at their start untested, and (bucket,
-  // progress() call) pairs where, at the call's end, every message the bucket had posted had
+  // (bucket, progress() call) pairs where the bucket had requests in flight at the call's start
+  // and the call tested none of them (testing one drives every transfer of the process: one is
+  // enough), and pairs where, at the call's end, every message the bucket had posted had
   // completed, yet the bucket posted more later: it sat still while it could have gone on.
   std::pair<long long, long long> undriven() const {
     std::map<std::uint64_t, int> in_flight;  // request -> tag
@@ -259,9 +260,12 @@ class Overlap {
         }
       }
       if (call.kind != Call::Kind::progress) continue;
+      std::set<int> in_flight_buckets, tested_buckets;
       for (const auto& [request, tag] : at_start) {
-        if (!tested.count(request)) ++untested;
+        in_flight_buckets.insert(tag);
+        if (tested.count(request)) tested_buckets.insert(tag);
       }
+      untested += static_cast<long long>(in_flight_buckets.size() - tested_buckets.size());
       for (int b = 0; b < buckets_; ++b) {
         const bool waiting = std::any_of(in_flight.begin(), in_flight.end(),
                                          [&](const auto& entry) { return entry.second == b; });
@@ -383,7 +387,7 @@ void check_gradient_buckets(CheckContext& context) {
   context.out.integer("Waits and blocking calls inside gradient_ready and progress()", waits);
   context.out.part(kDrivePart);
   const auto [untested, still] = overlap.undriven();
-  context.out.integer("requests in flight a progress() call did not test", untested);
+  context.out.integer("buckets in flight a progress() call did not test", untested);
   context.out.integer("times a bucket whose messages had all arrived was left still by progress()",
                       still);
 }

@@ -73,8 +73,8 @@ class RingReduction {
     sending_ = comm_.Isend(outgoing_, (r + 1) % p(), tag_);
   }
 
-  // Whether both messages of the step in flight have completed: each one tested (both, every
-  // time: a request nobody tests may not move), or waited for.
+  // Whether both messages of the step in flight have completed: each one not yet complete tested
+  // (a request is complete only once a Test or a Wait has said so), or waited for.
   bool step_arrived(bool wait) {
     bool arrived = true;
     for (Request* request : {&receiving_, &sending_}) {

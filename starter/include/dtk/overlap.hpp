@@ -55,8 +55,8 @@ std::vector<std::vector<int>> assign_buckets(const std::vector<std::size_t>& par
 //     the gradient_ready that fills it, and reductions start in the order buckets fill.
 //   - gradient_ready and progress never wait: no Wait, no blocking call. They post messages
 //     (Isend, Irecv) and test the requests in flight (Request::Test). progress() advances every
-//     reduction in flight as far as it can without waiting: each request in flight is tested,
-//     and a reduction whose messages have all arrived does what comes next and posts its next
+//     reduction in flight as far as it can without waiting: it tests each one's requests, and a
+//     reduction whose messages have all arrived does what comes next and posts its next
 //     messages in the same call. A reduction that sits still while its messages have arrived
 //     wastes the layers still to come.
 //   - finish() completes what is left (it may wait) and returns every parameter's gradient
