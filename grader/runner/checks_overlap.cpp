@@ -142,6 +142,8 @@ constexpr const char* kDrivePart = "progress() drives every reduction in flight"
 // The case's model, alike on every rank: layers=L layers of two parameters (parameter 2l and
 // 2l + 1 in layer l), each of 1 .. size=S elements ("big": 65536 .. 98304, buckets above 1 MB),
 // and buckets of 1 .. 3 parameters taken in the backward's order (parameter 2L - 1 first).
+// Shapes, not values: drawn from the case's text, never from the grading's seed, so that every
+// grading of the case has the same model (a ring's messages depend on the sizes).
 struct Model {
   int layers = 0;
   std::vector<std::size_t> sizes;
@@ -153,7 +155,7 @@ Model model_of(const CheckContext& context) {
   Model m;
   m.layers = static_cast<int>(test.value("layers", 4));
   const int size = static_cast<int>(test.value("size", 20));
-  Rng rng = context.shared_rng("model");
+  Rng rng(0, "model " + test.id());
   for (int i = 0; i < 2 * m.layers; ++i) {
     m.sizes.push_back(test.has_word("big") ? rng.uniform_int(65536, 98304)
                                            : rng.uniform_int(1, size));
@@ -372,6 +374,14 @@ void check_gradient_buckets(CheckContext& context) {
     });
   }
   record_bytes_beyond(context, ring_bytes(m, p), "a ring of every bucket sends");
+  // How a ring cuts its chunks decides what each rank sends (the ranks together always send
+  // 2(p - 1) n elements per bucket: sending_shared below); each rank receives, at least, a value
+  // of every element of every bucket.
+  if (p > 1) {
+    std::uint64_t elements = 0;
+    for (std::size_t size : m.sizes) elements += size;
+    context.least_received(elements * sizeof(double));
+  }
 
   const Overlap overlap(calls, static_cast<int>(m.buckets.size()));
   context.out.part(kStartPart);
@@ -411,6 +421,7 @@ DTK_GRADE_CHECK(check_gradient_buckets, {"GradientBuckets",
                                          {kSumsPart, kStartPart, kNoWaitPart, kDrivePart},
                                          /*reduces=*/false,
                                          /*timed_against=*/"",
-                                         /*case_words=*/{"layers", "size", "big"}});
+                                         /*case_words=*/{"layers", "size", "big"},
+                                         /*sending_shared=*/true});
 
 }  // namespace dtk::grade

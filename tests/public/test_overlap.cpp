@@ -100,10 +100,12 @@ xt::xtensor<double, 1> gradient_of(int rank, int parameter, std::size_t size) {
   return g;
 }
 
-// What the Communicator's observer saw while a WatchedCalls lived: Isends posted, and every call
-// that is not a non-blocking one or a completion ("Wait": a request completed by Wait or Test).
+// What the Communicator's observer saw while a WatchedCalls lived: messages posted (Isend and
+// Irecv), the bytes the Isends sent, and every call that is not a non-blocking one or a
+// completion ("Wait": a request completed by Wait or Test).
 struct Seen {
-  int isends = 0;
+  int posted = 0;
+  double bytes_sent = 0;
   std::vector<std::string> blocking;
 };
 Seen seen;
@@ -113,7 +115,8 @@ struct WatchedCalls {
     seen = Seen{};
     dtk::set_communication_observer([](const dtk::CommunicationCall& call) {
       const std::string name = call.call;
-      if (name == "Isend") ++seen.isends;
+      if (name == "Isend" || name == "Irecv") ++seen.posted;
+      if (name == "Isend") seen.bytes_sent += static_cast<double>(call.bytes);
       if (name != "Isend" && name != "Irecv" && name != "Wait") seen.blocking.push_back(name);
     });
   }
@@ -146,9 +149,9 @@ void run_backward(dtk::testing::Checks& check, const Model& model, dtk::Communic
   std::vector<std::string> late;  // buckets whose first message waited past their last gradient
   for (int layer = model.layers - 1; layer >= 0; --layer) {
     for (int i : {2 * layer + 1, 2 * layer}) {
-      const int before = seen.isends;
+      const int before = seen.posted;
       reducer.gradient_ready(i, gradient_of(r, i, model.sizes[i]));
-      if (--missing[bucket_of[i]] == 0 && p > 1 && seen.isends == before) {
+      if (--missing[bucket_of[i]] == 0 && p > 1 && seen.posted == before) {
         late.push_back("bucket " + std::to_string(bucket_of[i]));
       }
     }
@@ -162,17 +165,26 @@ void run_backward(dtk::testing::Checks& check, const Model& model, dtk::Communic
                  (seen.blocking.empty() ? "" : seen.blocking.front()) +
                  ", which waits: during the backward use Isend, Irecv and Request::Test only");
 
-  // progress() alone, after the backward, must take every ring to its last message: a ring of
-  // p ranks posts 2(p - 1) sends per bucket, one per step, each after the step before arrived.
-  const int rings_done = static_cast<int>(buckets.size()) * 2 * (p - 1);
+  // progress() alone, after the backward, must take every ring to its last message. However a
+  // ring cuts its chunks, the ranks together send 2(p - 1) n elements per bucket of n: the ranks
+  // call progress() in turns with a sum of what they sent so far (this test's own MPI call),
+  // until that is all of it or 10 s have passed.
+  std::size_t elements = 0;
+  for (std::size_t size : model.sizes) elements += size;
+  const double whole = 2.0 * (p - 1) * double(elements) * sizeof(double);
   const double deadline = MPI_Wtime() + 10;
-  while (seen.isends < rings_done && MPI_Wtime() < deadline) reducer.progress();
-  check.that(seen.isends >= rings_done,
-             where + ": after 10 s of progress() calls, " + std::to_string(seen.isends) + " of " +
-                 std::to_string(rings_done) +
-                 " ring sends were posted: progress() must test the requests in flight and, as "
+  double totals[2] = {0, 0};  // bytes the ranks sent; ranks out of time
+  while (totals[0] < whole && totals[1] == 0) {
+    reducer.progress();
+    double mine[2] = {seen.bytes_sent, MPI_Wtime() > deadline ? 1.0 : 0.0};
+    MPI_Allreduce(mine, totals, 2, MPI_DOUBLE, MPI_SUM, comm.handle());
+  }
+  check.that(totals[0] >= whole,
+             where + ": after 10 s of progress() calls, the ranks had sent " +
+                 std::to_string(static_cast<long long>(totals[0])) + " of the " +
+                 std::to_string(static_cast<long long>(whole)) +
+                 " bytes their rings send: progress() must test the requests in flight and, as "
                  "a step's messages arrive, post the next step's");
-  comm.Barrier();  // the others' last messages move while this rank waits here
 
   const std::vector<xt::xtensor<double, 1>> sums = reducer.finish();
   check.equal(where + ": finish() returns one gradient per parameter", model.sizes.size(),

@@ -72,8 +72,11 @@ std::vector<std::vector<int>> assign_buckets(const std::vector<std::size_t>& par
 //     alive, where it is, and unchanged (a std::vector that grows moves its elements);
 //   - several buckets are in flight at once, each at its own step: their messages must not mix;
 //   - g is the backward's: copy what you need before gradient_ready returns;
-//   - buckets smaller than the number of ranks (some ring chunks are empty), one rank (nothing to
-//     send), a bucket of one parameter.
+//   - Isend and Irecv take whole containers (no pointer form): a chunk goes out of a buffer of
+//     its own;
+//   - buckets smaller than the number of ranks (some ring chunks are empty: send an empty
+//     message or none, as long as both ends agree), one rank (nothing to send), a bucket of one
+//     parameter.
 class GradientBuckets {
  public:
   GradientBuckets(std::vector<std::vector<int>> buckets, std::vector<std::size_t> sizes,
