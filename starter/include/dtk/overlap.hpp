@@ -63,8 +63,9 @@ std::vector<std::vector<int>> assign_buckets(const std::vector<std::size_t>& par
 //     summed over the ranks of dp_comm: result[i], of sizes[i] elements, to within rounding
 //     (1e-12 relative, in double) of the plain sum. Every request has completed when it returns.
 //   - A bucket's messages carry its index b as their tag. Data moves with dp_comm's Isend and
-//     Irecv only; reduce each bucket with a ring: every rank sends 2(p - 1)/p of the bucket's
-//     bytes (within one element per message), as Part 7's ring allreduce does.
+//     Irecv only; reduce each bucket of n elements with a ring, as Part 7's ring allreduce does:
+//     2(p - 1) steps, no message longer than ceil(n / p) elements (how the chunks are cut is
+//     yours).
 // The traps:
 //   - Open MPI moves a message only while some MPI call runs on both ranks: a request nobody
 //     tests between layers makes no progress until finish(), and nothing was hidden;
