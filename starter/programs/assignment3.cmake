@@ -15,7 +15,7 @@ endif()
 # 4's files too (the chunks are cut by Part 8's partition).
 dtk_tree_holds(holds_part14 ${CMAKE_CURRENT_SOURCE_DIR} 4)
 if(holds_part8 AND holds_part14)
-  target_sources(gpt_train PRIVATE programs/gpt_train_interleaved.cpp)
+  target_sources(gpt_train PRIVATE programs/gpt_train_five_dimensional.cpp)
   target_compile_definitions(gpt_train PRIVATE DTK_WITH_GPT_INTERLEAVED=1)
 endif()
 dtk_add_program(plan_training plan_training_main.cpp)

@@ -4,6 +4,7 @@
 //   gpt_train_report.cpp  what rank 0 prints at the end, the --report JSON and the --trace
 //   gpt_train_parallelism.cpp  the students' functions of Parts 10-12 bound to the trainer
 //   gpt_train_pipeline.cpp     and Part 8's, for the pipeline (where the tree holds them)
+//   gpt_train_five_dimensional.cpp  and Part 14's: the grid and the interleaved pipeline
 //   gpt_train_analytic.cpp     the bytes and activations a layout should cost, from its shape
 #pragma once
 
@@ -29,13 +30,13 @@ struct Options {
 };
 
 // The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's and
-// Part 14's for the pipeline where the tree holds them.
+// Part 14's for the grid and the pipeline where the tree holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
 template <class T>
 void bind_pipeline(gpt::GptParallelism<T>& parallelism);  // gpt_train_pipeline.cpp
 template <class T>
-void bind_interleaved(gpt::GptParallelism<T>& parallelism);  // gpt_train_interleaved.cpp
+void bind_five_dimensional(gpt::GptParallelism<T>& parallelism);  // gpt_train_five_dimensional.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the

@@ -137,7 +137,7 @@ gpt::GptParallelism<T> student_parallelism() {
   bind_pipeline(p);
 #endif
 #if DTK_WITH_GPT_INTERLEAVED
-  bind_interleaved(p);
+  bind_five_dimensional(p);
 #endif
   return p;
 }

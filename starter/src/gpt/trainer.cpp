@@ -337,7 +337,31 @@ std::string pipeline_problem(const GptTrainOptions& o, const GptParallelism<T>& 
 template std::string pipeline_problem(const GptTrainOptions&, const GptParallelism<float>&);
 template std::string pipeline_problem(const GptTrainOptions&, const GptParallelism<double>&);
 
-GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {
+namespace {
+
+// The grid as `layout` lays it out: each group's communicator split from the world, coloured by
+// its lowest world rank (every member computes the same list) and ordered by world rank.
+void lay_out(GptGrid& g, const Communicator& world, const GridLayout& layout) {
+  const int rank = world.Get_rank();
+  const std::array<int, 5> at = layout.coordinates(g, rank);
+  std::tie(g.tp_idx, g.cp_idx, g.dp_idx, g.pp_idx, g.ep_idx) =
+      std::tuple(at[0], at[1], at[2], at[3], at[4]);
+  const auto split = [&](GptGroup group) {
+    return world.Split(layout.group(g, rank, group).front(), rank);
+  };
+  g.stage_comm = split(GptGroup::Stage);
+  g.pp_comm = split(GptGroup::Pipeline);
+  g.tp_comm = split(GptGroup::Tensor);
+  g.cp_comm = split(GptGroup::Context);
+  g.ep_comm = split(GptGroup::Expert);
+  g.replica_comm = split(GptGroup::Replicas);
+  g.expert_replica_comm = split(GptGroup::ExpertReplicas);
+  g.loss_comm = world.Split(g.tp_idx, rank);
+}
+
+}  // namespace
+
+GptGrid make_grid(const GptTrainOptions& o, const Communicator& world, const GridLayout& layout) {
   GptGrid g;
   g.tp = o.tp;
   g.cp = o.cp;
@@ -346,6 +370,10 @@ GptGrid make_grid(const GptTrainOptions& o, const Communicator& world) {
   g.pp = o.pp;
   g.sequence_parallel = o.sequence_parallel;
   g.zigzag = o.zigzag;
+  if (layout.coordinates) {
+    lay_out(g, world, layout);
+    return g;
+  }
   const int rank = world.Get_rank(), stage_size = o.tp * o.cp * o.dp;
   const int in_stage = rank % stage_size;  // this rank in its stage
   g.tp_idx = in_stage % o.tp;
@@ -467,7 +495,7 @@ class GptRun {
         world_(world),
         parallelism_(parallelism),
         out_(out),
-        g_(make_grid(o, world)),
+        g_(make_grid(o, world, parallelism.grid_layout)),
         config_(with_vocabulary(o.model, corpus)),
         cuts_(chunk_cuts(config_, o, parallelism)),
         chunks_(make_chunks()),

@@ -26,6 +26,7 @@
 // linearly over the first steps and then decayed along a cosine to a tenth) or SGD.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -100,8 +101,21 @@ struct GptGrid {
   int sequences = 1;
 };
 
-// This rank's grid (collective over world: it splits the communicators).
-GptGrid make_grid(const GptTrainOptions& options, const Communicator& world);
+// The groups of the grid make_grid splits communicators for (the losses' aside).
+enum class GptGroup { Tensor, Context, Expert, Replicas, ExpertReplicas, Stage, Pipeline };
+
+// A grid laid out by code other than make_grid's own (the students' 14.3, bound by gpt_train):
+// a world rank's coordinates {tp_idx, cp_idx, dp_idx, pp_idx, ep_idx} and the world ranks of
+// each of its groups, in increasing order, for a grid of `sizes` (GptGrid's tp .. pp).
+struct GridLayout {
+  std::function<std::array<int, 5>(const GptGrid& sizes, int world_rank)> coordinates;
+  std::function<std::vector<int>(const GptGrid& sizes, int world_rank, GptGroup group)> group;
+};
+
+// This rank's grid (collective over world: it splits the communicators), laid out by `layout`,
+// or by make_grid itself in the same order when it is empty.
+GptGrid make_grid(const GptTrainOptions& options, const Communicator& world,
+                  const GridLayout& layout = {});
 
 // The students' functions of Parts 10-12, bound by gpt_train (programs/gpt_train_parallelism.cpp):
 // the trainer builds the model's layout and communication from them. Empty members are never
@@ -124,6 +138,9 @@ struct GptParallelism {
   std::function<void(PipelineStage<T>& stage, const std::vector<PipeStep>& steps,
                      Communicator& pp_comm)>
       run_schedule;
+  // 14.3: the grid's coordinates and groups. Empty where gpt_train is built without Part 14:
+  // make_grid then lays the grid out itself.
+  GridLayout grid_layout;
   // 14.1 and 14.2: this pipeline rank's chunks (chunks[v]: the model's chunk v · pp + pp_idx) run
   // on the interleaved schedule of m micro-batches. Empty where gpt_train is built without Part
   // 14 (assignment 4): the trainer then runs no interleaved schedule.
