@@ -11,7 +11,13 @@
 //     tested what was in flight, and moved on every bucket whose messages had arrived. Each of
 //     these is a fact of the calls made and of what MPI said of each request when tested, never
 //     of timing: the same code gets the same verdicts at any load.
+//   - pipelined_ring runs on the test's ranks, each with a block from its own key, and an attend
+//     of the grader's that keeps what it is given and marks its start and end among the MPI
+//     calls (mark_event): the blocks attended are compared with the reference's; each hop's
+//     messages must have been posted before the attend they hide behind began, and neither
+//     tested nor waited for before it returned.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -402,6 +408,153 @@ void check_gradient_buckets(CheckContext& context) {
                       still);
 }
 
+// ------------------------------------ 15.3 -------------------------------------------------
+
+constexpr const char* kBlocksPart = "every block attended, in the ring's order";
+constexpr const char* kRingPart = "a ring: hop h tagged h, from the left, to the right";
+constexpr const char* kPostedPart = "each hop posted before the block it hides behind is attended";
+constexpr const char* kWaitedPart = "each hop waited for only after that block is attended";
+
+// Rank r's block: rows x cols keys and values ("big": 512 x 256, 1 MB each) from its own key,
+// and rows increasing positions no formula gives.
+KeyValueBlock<double> block_of(Rng rng, std::size_t rows, std::size_t cols) {
+  KeyValueBlock<double> block{
+      random_matrix<double>(rng, rows, cols), random_matrix<double>(rng, rows, cols), {}};
+  int position = 0;
+  for (std::size_t i = 0; i < rows; ++i)
+    block.positions.push_back(position += rng.uniform_int(1, 5));
+  return block;
+}
+
+xt::xtensor<double, 1> sampled_matrix(const xt::xtensor<double, 2>& m) {
+  return sampled(xt::flatten(m), stride_of(m.size()));
+}
+
+// The order of the student's messages and the check's attend marks, as the contract judges it.
+struct RingOrder {
+  long long foreign = 0;  // messages tagged outside 1 .. p - 1, or not to the right / from the left
+  long long late = 0;     // hops with a message posted after, or none before, their attend began
+  long long early = 0;    // tests and waits of a hop's requests before its attend returned;
+                          // blocking calls
+};
+
+RingOrder ring_order(const std::vector<MpiEvent>& events, int p, int rank) {
+  RingOrder order;
+  const int left = (rank - 1 + p) % p, right = (rank + 1) % p;
+  // Hop h hides behind attend call h - 1: begun[h] and ended[h] once that call began, returned.
+  std::vector<bool> begun(p + 1, false), ended(p + 1, false), sent(p + 1, false),
+      received(p + 1, false);
+  std::set<int> late_hops;
+  std::map<std::uint64_t, int> hop_of;  // request -> its hop
+  for (const MpiEvent& e : events) {
+    switch (e.kind) {
+      case MpiEvent::Kind::begin:
+        if (e.tag + 1 <= p) begun[e.tag + 1] = true;
+        break;
+      case MpiEvent::Kind::end:
+        if (e.tag + 1 <= p) ended[e.tag + 1] = true;
+        break;
+      case MpiEvent::Kind::post:
+        if (e.tag < 1 || e.tag >= p) {
+          ++order.foreign;
+          break;
+        }
+        if (e.peer != (e.send ? right : left)) ++order.foreign;
+        hop_of[e.request] = e.tag;
+        if (begun[e.tag]) late_hops.insert(e.tag);
+        (e.send ? sent : received)[e.tag] = true;
+        break;
+      case MpiEvent::Kind::test:
+      case MpiEvent::Kind::wait: {
+        const auto found = hop_of.find(e.request);
+        if (found != hop_of.end() && !ended[found->second]) ++order.early;
+        break;
+      }
+      case MpiEvent::Kind::blocking:
+        ++order.early;
+        break;
+    }
+  }
+  for (int hop = 1; hop < p; ++hop) {
+    if (!sent[hop] || !received[hop]) late_hops.insert(hop);
+  }
+  order.late = static_cast<long long>(late_hops.size());
+  return order;
+}
+
+void check_pipelined_ring(CheckContext& context) {
+  const TestCase& test = context.test;
+  const int p = test.p, r = context.rank();
+  const bool big = test.has_word("big");
+  const auto rows = static_cast<std::size_t>(big ? 512 : test.value("rows", 6));
+  const auto cols = static_cast<std::size_t>(big ? 256 : test.value("cols", 4));
+  const KeyValueBlock<double> mine = block_of(context.rng("block"), rows, cols);
+  context.out.note(std::to_string(p) + (p == 1 ? " rank" : " ranks, each") +
+                   " with a block of keys and values of " + std::to_string(rows) + " x " +
+                   std::to_string(cols) +
+                   " and its own positions; attend records what it is given");
+
+  std::vector<MpiEvent> events;
+  std::vector<KeyValueBlock<double>> attended;
+  const std::function<void(const KeyValueBlock<double>&)> attend =
+      [&](const KeyValueBlock<double>& block) {
+        const int call = static_cast<int>(attended.size());
+        mark_event(MpiEvent::Kind::begin, call);
+        attended.push_back(block);
+        mark_event(MpiEvent::Kind::end, call);
+      };
+  {
+    MpiEventRecording recording(events);
+    context.call([&] { pipelined_ring<double>(mine, context.world, attend); });
+  }
+
+  context.out.part(kBlocksPart);
+  context.out.integer("attend calls", static_cast<long long>(attended.size()));
+  for (int call = 0; call < p; ++call) {
+    const std::string name = "attend call " + std::to_string(call) + "'s ";
+    const bool made = call < static_cast<int>(attended.size());
+    const KeyValueBlock<double> none{
+        xt::xtensor<double, 2>::from_shape({0, 0}), xt::xtensor<double, 2>::from_shape({0, 0}), {}};
+    const KeyValueBlock<double>& block = made ? attended[call] : none;
+    const std::string sample = big ? " (a sample)" : "";
+    record_tensor(context.out, name + "keys" + sample, sampled_matrix(block.k));
+    record_tensor(context.out, name + "values" + sample, sampled_matrix(block.v));
+    record_tensor(context.out, name + "positions", int_tensor(block.positions));
+    context.judge([&](Judgement& judgement) {
+      const auto mistake = [&](const std::string& what, int owner) {
+        const KeyValueBlock<double> expected =
+            block_of(judgement.rng_of((owner % p + p) % p, "block"), rows, cols);
+        judgement.mistake(name + "keys" + sample, what, sampled_matrix(expected.k));
+      };
+      if (call > 0) {
+        mistake("the block of rank r + " + std::to_string(call) + ": the ring turns the other way",
+                r + call);
+        mistake("this rank's own block again: nothing received", r);
+      }
+    });
+  }
+  const std::uint64_t block_bytes = 2 * rows * cols * sizeof(double) + rows * sizeof(int);
+  record_bytes_beyond(context, std::uint64_t(p - 1) * block_bytes,
+                      "p - 1 hops of one block each send");
+  if (p > 1) context.least_received(std::uint64_t(p - 1) * block_bytes);
+
+  const RingOrder order = ring_order(events, p, r);
+  context.out.part(kRingPart);
+  context.out.integer(
+      "messages tagged outside 1 .. p - 1, or sent elsewhere than to the right neighbour, or "
+      "received from elsewhere than the left",
+      order.foreign);
+  context.out.part(kPostedPart);
+  context.out.integer(
+      "hops h with a message posted after, or no send or no receive posted before, attend "
+      "call h - 1 began",
+      order.late);
+  context.out.part(kWaitedPart);
+  context.out.integer(
+      "Tests and Waits of hop h's requests before attend call h - 1 returned, and blocking calls",
+      order.early);
+}
+
 }  // namespace
 
 DTK_GRADE_CHECK(check_assign_buckets, {"assign_buckets",
@@ -423,5 +576,13 @@ DTK_GRADE_CHECK(check_gradient_buckets, {"GradientBuckets",
                                          /*timed_against=*/"",
                                          /*case_words=*/{"layers", "size", "big"},
                                          /*sending_shared=*/true});
+DTK_GRADE_CHECK(check_pipelined_ring, {"pipelined_ring",
+                                       CaseKind::fields,
+                                       /*collective=*/true,
+                                       /*typed=*/false,
+                                       {kBlocksPart, kRingPart, kPostedPart, kWaitedPart},
+                                       /*reduces=*/false,
+                                       /*timed_against=*/"",
+                                       /*case_words=*/{"rows", "cols", "big"}});
 
 }  // namespace dtk::grade

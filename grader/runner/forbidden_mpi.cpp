@@ -157,7 +157,7 @@ void log_event(MpiEvent event) {
   if (event_log != nullptr) event_log->push_back(std::move(event));
 }
 
-void log_posted(const MPI_Request* request, int tag, bool send) {
+void log_posted(const MPI_Request* request, int tag, bool send, int peer) {
   if (!in_student_call) return;
   const std::lock_guard<std::mutex> lock(events_mutex);
   if (event_log == nullptr) return;
@@ -167,6 +167,7 @@ void log_posted(const MPI_Request* request, int tag, bool send) {
   event.tag = tag;
   event.request = postings;
   event.send = send;
+  event.peer = peer;
   event_log->push_back(event);
 }
 
@@ -268,6 +269,13 @@ MpiEventRecording::MpiEventRecording(std::vector<MpiEvent>& log) {
   event_log = &log;
 }
 
+void mark_event(MpiEvent::Kind kind, int tag) {
+  MpiEvent event;
+  event.kind = kind;
+  event.tag = tag;
+  log_event(std::move(event));
+}
+
 MpiEventRecording::~MpiEventRecording() {
   const std::lock_guard<std::mutex> lock(events_mutex);
   event_log = nullptr;
@@ -345,7 +353,7 @@ extern "C" int MPI_Isend(Buf b, int n, Dt t, int to, int tag, MPI_Comm c, MPI_Re
   const int error = PMPI_Isend(b, n, t, to, tag, c, r);
   if (error == MPI_SUCCESS) {
     dtk::grade::count_sent(c, to, n, t);
-    dtk::grade::log_posted(r, tag, /*send=*/true);
+    dtk::grade::log_posted(r, tag, /*send=*/true, to);
   }
   return error;
 }
@@ -354,7 +362,7 @@ extern "C" int MPI_Irecv(void* b, int n, Dt t, int from, int tag, MPI_Comm c, MP
   const int error = PMPI_Irecv(b, n, t, from, tag, c, r);
   if (error == MPI_SUCCESS) {
     dtk::grade::remember_receive(*r, c, t);
-    dtk::grade::log_posted(r, tag, /*send=*/false);
+    dtk::grade::log_posted(r, tag, /*send=*/false, from);
   }
   return error;
 }

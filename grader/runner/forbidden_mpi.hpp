@@ -49,18 +49,22 @@ class StudentCall {
 };
 
 // One MPI call a student call made, as a check that judges the order of the messages sees it
-// (Part 15: a bucket's reduction posted while the backward runs, requests tested between layers).
+// (Part 15: a bucket's reduction posted while the backward runs, requests tested between layers),
+// or a mark of the check's own between them (the computation a student call called back).
 struct MpiEvent {
   enum class Kind {
-    post,     // an Isend or Irecv posted
-    test,     // MPI_Test of a posted request: `completed` says whether it found it complete
-    wait,     // MPI_Wait of a posted request
-    blocking  // any other watched call (Send, Recv, a collective, ...): it may wait
+    post,      // an Isend or Irecv posted
+    test,      // MPI_Test of a posted request: `completed` says whether it found it complete
+    wait,      // MPI_Wait of a posted request
+    blocking,  // any other watched call (Send, Recv, a collective, ...): it may wait
+    begin,     // the check's mark (mark_event): its callback starts, `tag` says which call
+    end        // the check's mark: that callback returns
   };
   Kind kind = Kind::blocking;
-  int tag = -1;               // post, test, wait: the message's tag
+  int tag = -1;               // post, test, wait: the message's tag; begin, end: the mark's
   std::uint64_t request = 0;  // post, test, wait: which posting (1, 2, ... in posting order)
   bool send = false;          // post: an Isend (else an Irecv)
+  int peer = -1;              // post: the destination's or source's rank in its communicator
   bool completed = false;     // test: found complete (wait: always complete)
   std::string call;           // blocking: the MPI function, e.g. "MPI_Send"
 };
@@ -74,6 +78,10 @@ class MpiEventRecording {
   MpiEventRecording(const MpiEventRecording&) = delete;
   MpiEventRecording& operator=(const MpiEventRecording&) = delete;
 };
+
+// Appends a mark (kind begin or end) to the recording's log, between the MPI calls around it:
+// called by a check's own code that a student call calls back. Nothing outside a student call.
+void mark_event(MpiEvent::Kind kind, int tag);
 
 // Inside a StudentCall: "Communicator::<call>" when MPI call `call`, made by the Communicator,
 // is a Communicator call the function under test may not make; "" otherwise.

@@ -1,10 +1,11 @@
 // Part 15: communication hidden behind computation: gradient buckets, reduced during the
-// backward. Declared, with the exact contract of every function, in include/dtk/overlap.hpp.
-// Data moves with the Communicator's Isend and Irecv only.
+// backward, and ring attention's ring, pipelined. Declared, with the exact contract of every
+// function, in include/dtk/overlap.hpp. Data moves with the Communicator's Isend and Irecv only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -211,5 +212,41 @@ std::vector<xt::xtensor<double, 1>> GradientBuckets::finish() {
   }
   return sums;
 }
+
+// ----------------------------------- 15.3 -------------------------------------------------------
+
+template <class T>
+void pipelined_ring(const KeyValueBlock<T>& mine, Communicator& cp_comm,
+                    const std::function<void(const KeyValueBlock<T>&)>& attend) {
+  const int p = cp_comm.Get_size();
+  const int r = cp_comm.Get_rank();
+  const int left = (r - 1 + p) % p, right = (r + 1) % p;
+  // Two blocks alive at once: `current`, attended and going out to the right, and `next`, coming
+  // in from the left. They swap once both of a hop's transfers have completed.
+  KeyValueBlock<T> current = mine, next = mine;
+  for (int hop = 1; hop <= p; ++hop) {
+    std::vector<Request> transfers;
+    if (hop < p) {
+      transfers.push_back(cp_comm.Irecv(next.k, left, hop));
+      transfers.push_back(cp_comm.Irecv(next.v, left, hop));
+      transfers.push_back(cp_comm.Irecv(next.positions, left, hop));
+      transfers.push_back(cp_comm.Isend(current.k, right, hop));
+      transfers.push_back(cp_comm.Isend(current.v, right, hop));
+      transfers.push_back(cp_comm.Isend(current.positions, right, hop));
+    }
+    attend(current);
+    for (Request& transfer : transfers) transfer.Wait();
+    std::swap(current, next);
+  }
+}
+
+// -------------------------------------------------------------------------------------------
+// Provided: explicit instantiations for float and double. Do not edit below this line: the
+// tests link against exactly these.
+// -------------------------------------------------------------------------------------------
+template void pipelined_ring<float>(const KeyValueBlock<float>&, Communicator&,
+                                    const std::function<void(const KeyValueBlock<float>&)>&);
+template void pipelined_ring<double>(const KeyValueBlock<double>&, Communicator&,
+                                     const std::function<void(const KeyValueBlock<double>&)>&);
 
 }  // namespace dtk

@@ -1,10 +1,11 @@
 // Part 15: communication hidden behind computation: gradient buckets, reduced during the
-// backward. Declared, with the exact contract of every function, in include/dtk/overlap.hpp.
-// Data moves with the Communicator's Isend and Irecv only.
+// backward, and ring attention's ring, pipelined. Declared, with the exact contract of every
+// function, in include/dtk/overlap.hpp. Data moves with the Communicator's Isend and Irecv only.
 #include <dtk/dtk.hpp>
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -60,5 +61,25 @@ std::vector<xt::xtensor<double, 1>> GradientBuckets::finish() {
   // TODO (Part 15.2): complete what is left, then hand every parameter its summed gradient.
   throw NotImplemented("GradientBuckets::finish", "overlap/overlap.cpp");
 }
+
+// ----------------------------------- 15.3 -------------------------------------------------------
+
+template <class T>
+void pipelined_ring(const KeyValueBlock<T>& mine, Communicator& cp_comm,
+                    const std::function<void(const KeyValueBlock<T>&)>& attend) {
+  // TODO (Part 15.3): p calls of attend, each hop posted before the attend it must hide behind
+  // and waited for after it (tag: the hop). Draw the two neighbours' timelines first: which
+  // buffers each hop reads and writes, and when each may be reused.
+  throw NotImplemented("pipelined_ring", "overlap/overlap.cpp");
+}
+
+// -------------------------------------------------------------------------------------------
+// Provided: explicit instantiations for float and double. Do not edit below this line: the
+// tests link against exactly these.
+// -------------------------------------------------------------------------------------------
+template void pipelined_ring<float>(const KeyValueBlock<float>&, Communicator&,
+                                    const std::function<void(const KeyValueBlock<float>&)>&);
+template void pipelined_ring<double>(const KeyValueBlock<double>&, Communicator&,
+                                     const std::function<void(const KeyValueBlock<double>&)>&);
 
 }  // namespace dtk

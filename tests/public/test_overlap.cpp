@@ -1,12 +1,17 @@
-// Part 15 public tests: assign_buckets by hand, and GradientBuckets on 4 ranks (and on groups of
-// 2 and of 1) through a backward of this file: layers of parameters whose gradients say which
-// rank and element they come from, progress() between the layers, finish() after them.
+// Part 15 public tests: assign_buckets by hand; GradientBuckets on 4 ranks (and on groups of 2
+// and of 1) through a backward of this file: layers of parameters whose gradients say which rank
+// and element they come from, progress() between the layers, finish() after them; and
+// pipelined_ring with an attend that keeps the blocks and the order of the calls around it.
 //   mpirun -n 4 ./build/tests/test_overlap
 // What is checked of GradientBuckets: every gradient summed over the ranks; a bucket's first
 // message posted inside the gradient_ready that fills it; nothing but Isend and Irecv (and their
 // completions) inside gradient_ready and progress; and progress() alone, called after the
 // backward, moving every ring on to its last message before finish() runs. The hidden tests
 // judge the same from every MPI call the code makes (the tags included) and on other shapes.
+// Of pipelined_ring: every block attended, exactly and in the ring's order; messages to the right
+// and from the left only; something in flight whenever attend begins on any block but the last.
+// The hidden tests tell the two ways to miss that apart, hop by hop (posted too late, or
+// completed too early), by the tags.
 #include "dtk_test.hpp"
 
 #include <mpi.h>
@@ -223,6 +228,121 @@ TEST_CASE("Part 15 | GradientBuckets: buckets of 1 MB and more", "[part15]") {
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     dtk::Communicator world;
     run_backward(check, {2, {65536, 131072, 65537, 40000}}, world, "4 ranks, 2 MB of gradients");
+  });
+}
+
+// ------------------------------------ 15.3 -------------------------------------------------
+
+// Rank q's block: every value says whose block it is and where it sits.
+dtk::KeyValueBlock<double> block_of(int q, std::size_t rows, std::size_t cols) {
+  dtk::KeyValueBlock<double> block{xt::xtensor<double, 2>::from_shape({rows, cols}),
+                                   xt::xtensor<double, 2>::from_shape({rows, cols}),
+                                   {}};
+  for (std::size_t i = 0; i < block.k.size(); ++i) {
+    block.k.flat(i) = 1e6 * q + double(i);
+    block.v.flat(i) = -1e6 * q - double(i);
+  }
+  for (std::size_t i = 0; i < rows; ++i) block.positions.push_back(100 * q + 3 * int(i));
+  return block;
+}
+
+// The world rank of rank `rank` of comm (the observer names peers by world rank).
+int world_rank_of(const dtk::Communicator& comm, int rank) {
+  MPI_Group group, world;
+  MPI_Comm_group(comm.handle(), &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  int world_rank = -1;
+  MPI_Group_translate_ranks(group, 1, &rank, world, &world_rank);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return world_rank;
+}
+
+// Runs pipelined_ring on `comm` with an attend that keeps the order of everything: its own
+// calls, and the messages posted and completed around them.
+void run_ring(dtk::testing::Checks& check, dtk::Communicator& comm, std::size_t rows,
+              std::size_t cols, const std::string& where) {
+  const int p = comm.Get_size(), r = comm.Get_rank();
+  const int left = world_rank_of(comm, (r - 1 + p) % p), right = world_rank_of(comm, (r + 1) % p);
+  std::vector<std::string> order;  // "post", "done", "begin", "end", or the blocking call
+  std::vector<std::string> strays;
+  dtk::set_communication_observer([&](const dtk::CommunicationCall& call) {
+    const std::string name = call.call;
+    if (name == "Isend" || name == "Irecv") {
+      order.push_back("post");
+      if (call.peer != (name == "Isend" ? right : left)) {
+        strays.push_back(name + (name == "Isend" ? " to " : " from ") + "world rank " +
+                         std::to_string(call.peer));
+      }
+    } else {
+      order.push_back(name == "Wait" ? "done" : name);
+    }
+  });
+  std::vector<dtk::KeyValueBlock<double>> attended;
+  dtk::pipelined_ring<double>(block_of(r, rows, cols), comm,
+                              [&](const dtk::KeyValueBlock<double>& block) {
+                                order.push_back("begin");
+                                attended.push_back(block);
+                                order.push_back("end");
+                              });
+  dtk::set_communication_observer({});
+
+  check.equal(where + ": attend calls", std::size_t(p), attended.size());
+  for (int call = 0; call < p && call < int(attended.size()); ++call) {
+    const dtk::KeyValueBlock<double> expected = block_of((r - call + p) % p, rows, cols);
+    const std::string which = where + ": attend call " + std::to_string(call);
+    check.close(
+        which + "'s keys (of rank r - " + std::to_string(call) + ")", expected.k, attended[call].k,
+        0, 0,
+        {{"the block of rank r + " + std::to_string(call) + ": the ring turns the other way",
+          block_of((r + call) % p, rows, cols).k}});
+    check.close(which + "'s values", expected.v, attended[call].v, 0, 0);
+    check.that(attended[call].positions == expected.positions, which + "'s positions");
+  }
+  check.that(strays.empty(), where + ": " + (strays.empty() ? "" : strays.front()) +
+                                 ": a ring sends to the right neighbour and receives from the "
+                                 "left one only");
+  // When attend begins on any block but the last, the next hop's messages are in flight (posted
+  // before, not yet completed by a Test or a Wait); when the ring returns, nothing is.
+  int in_flight = 0, call = 0;
+  std::vector<int> idle_calls;
+  std::string blocking;
+  for (const std::string& what : order) {
+    if (what == "post") {
+      ++in_flight;
+    } else if (what == "done") {
+      --in_flight;
+    } else if (what == "begin") {
+      if (call++ < p - 1 && in_flight == 0) idle_calls.push_back(call - 1);
+    } else if (what != "end" && blocking.empty()) {
+      blocking = what;
+    }
+  }
+  check.that(idle_calls.empty(),
+             where + ": nothing was in flight when attend call " +
+                 (idle_calls.empty() ? "" : std::to_string(idle_calls.front())) +
+                 " began: the next hop is posted before the current block is attended, and "
+                 "waited for after");
+  check.equal(where + ": requests still in flight when pipelined_ring returned", 0, in_flight);
+  check.that(blocking.empty(), where + ": pipelined_ring called " + blocking +
+                                   ": only Isend and Irecv, and their Test and Wait");
+}
+
+TEST_CASE("Part 15 | pipelined_ring: 4 ranks, blocks of 1 MB", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    run_ring(check, world, 512, 256, "4 ranks, blocks of 512 x 256");
+  });
+}
+
+TEST_CASE("Part 15 | pipelined_ring: groups of 2 and of 1, small blocks", "[part15]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    dtk::Communicator world;
+    const int r = world.Get_rank();
+    dtk::Communicator pairs = world.Split(r / 2, r);
+    run_ring(check, pairs, 3, 2, "2 ranks");
+    dtk::Communicator alone = world.Split(r, 0);
+    run_ring(check, alone, 4, 5, "1 rank");
   });
 }
 

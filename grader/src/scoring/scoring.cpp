@@ -26,7 +26,8 @@ std::string forbidden_text(const Manifest& manifest, const Part& part, const std
       who + " gets no points: the code of Part " + std::to_string(part.number) +
       " may call only these MPI functions: " + listed_or_none(part.allowed_mpi) +
       "; only these calls of the Communicator: " + listed_or_none(part.allowed_communicator) +
-      "; and none of these: " + listed_or_none(manifest.forbidden_symbols) + ". Its code calls:\n";
+      "; no code of the grader's (dtk::grade); and none of these: " +
+      listed_or_none(manifest.forbidden_symbols) + ". Its code calls:\n";
   for (const std::string& call : calls) text += "  " + call + "\n";
   return text;
 }

@@ -3,7 +3,7 @@
 // fork through a helper, naive_collect_forward_input calls only MPI_Allreduce, my_reduce_scatter
 // Communicator::Isend; and two objects
 // linked together, by a call (data/audit_cross_*) or a global function pointer
-// (data/audit_pointer_*).
+// (data/audit_pointer_*); one calling the grader's own code (data/audit_grader).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -124,6 +124,17 @@ TEST_CASE("the kit's rules refuse System V IPC and POSIX message queues, whereve
     CHECK(audit.forbidden.at("split_train") == std::set<std::string>{"mq_open", "shmget"});
     CHECK(audit.forbidden.at("naive_collect_forward_input") == std::set<std::string>{"shmget"});
   }
+}
+
+TEST_CASE("the grader's own code is not the student's to call", "[audit]") {
+  // data/audit_grader: pipelined_ring<double> writes marks into the runner's event log itself.
+  const Audit audit = audit_object(listing("audit_grader"), {"pipelined_ring"}, rules);
+  CHECK(audit.forbidden.at("pipelined_ring") ==
+        std::set<std::string>{"dtk::grade::mark_event(int, int)"});
+  // An untyped check of a template calls an instance of its own: any instance defines it.
+  CHECK(defines_function(audit, "pipelined_ring", ""));
+  CHECK(defines_function(audit, "pipelined_ring", "double"));
+  CHECK_FALSE(defines_function(audit, "pipelined_ring", "float"));
 }
 
 TEST_CASE("the audit lists the functions an object defines", "[audit]") {

@@ -31,7 +31,8 @@
 //   send_to_stage, receive_from_stage,
 //   share_sizes, partition_examples,
 //   weighted_gradient_average
-//   assign_buckets, GradientBuckets   overlap.hpp                     Part 15 (you)
+//   assign_buckets, GradientBuckets,  overlap.hpp                     Part 15 (you)
+//   pipelined_ring, KeyValueBlock
 //
 // Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.

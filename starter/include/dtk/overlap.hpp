@@ -1,7 +1,8 @@
 // Part 15 (assignment 4): communication hidden behind computation. Data parallelism sums every
 // gradient over the replicas; instead of one reduction after the backward, the gradients go in
 // buckets (15.1) whose reductions start while the backward is still computing the earlier
-// layers, and advance between them (15.2). You implement these in overlap/overlap.cpp.
+// layers, and advance between them (15.2); ring attention's blocks travel while the previous one
+// is computed on (15.3). You implement these in overlap/overlap.cpp.
 //
 // Why a bucket and not a parameter: every message costs a fixed latency, so many small
 // reductions are slow; one reduction of everything cannot start before the backward ends. A
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -96,5 +98,49 @@ class GradientBuckets {
  private:
   std::unique_ptr<State> state_;
 };
+
+// ---------------------------------------------------------------------------------------------
+// 15.3 Ring attention, pipelined
+// ---------------------------------------------------------------------------------------------
+
+// Part 11's ring waits for a block of keys and values, computes on it, and only then sends it on:
+// every rank computes, then every rank talks, in turns. Pipelined, the hop that brings the next
+// block is posted before the current block is computed on and waited for only afterwards, so
+// that the transfer runs under the computation (ring attention as Megatron's context parallelism
+// and ring-flash-attention run it). You write the ring alone: what is computed on each block is
+// handed to you as `attend`, so that the same ring serves 11.3's forward.
+
+// One rank's keys and values as they travel around the ring (Part 11's conventions).
+template <class T>
+struct KeyValueBlock {
+  xt::xtensor<T, 2> k;         // (batch · S, heads · d)
+  xt::xtensor<T, 2> v;         // (batch · S, heads · d)
+  std::vector<int> positions;  // the S absolute positions of its keys
+};
+
+// Every rank of cp_comm (p ranks, this one r) calls it together, each with its own block, the
+// blocks of the same shapes on every rank. It calls attend p times: on the block of rank r (mine)
+// first, then on those of ranks r - 1, r - 2, ..., r - p + 1 (mod p), in that order, each exactly
+// as its owner holds it, and returns after the last one.
+// The contract:
+//   - hop h (h = 1 .. p - 1) brings the block of rank r - h from the left neighbour (r - 1) and
+//     passes the block of rank r - h + 1 on to the right neighbour (r + 1). Its messages (k, v
+//     and the positions: as many messages as you like) carry tag h. Data moves with cp_comm's
+//     Isend and Irecv only;
+//   - pipelined: every message of hop h, sent and received, is posted before attend starts on
+//     the block hop h - 1 brought (hop 1's: before attend(mine)); none of hop h's requests is
+//     tested or waited for before that attend has returned;
+//   - every request has completed when it returns.
+// The traps:
+//   - a buffer belongs to MPI until its request completes: the block going out to the right must
+//     stay where it is, unchanged, while the next one comes in from the left (how many blocks
+//     must be alive at once?);
+//   - attend's argument is valid during the call only;
+//   - blocks are 1 MB and more, so no message completes unless its receive is posted: the order
+//     in which each rank posts and waits must not make two neighbours wait for each other;
+//   - p = 1: attend(mine), and no message.
+template <class T>
+void pipelined_ring(const KeyValueBlock<T>& mine, Communicator& cp_comm,
+                    const std::function<void(const KeyValueBlock<T>&)>& attend);
 
 }  // namespace dtk
