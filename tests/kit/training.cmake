@@ -52,3 +52,10 @@ add_test(NAME kit_dp_averaging
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_dp_averaging.py
                  ${PROJECT_SOURCE_DIR}/handout.md $<TARGET_FILE:dp_averaging> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
 set_tests_properties(kit_dp_averaging PROPERTIES PROCESSORS 2)
+
+# overlap_bench (assignment 4, Part 15's functions): every table's rows, every result right on 2
+# and 3 ranks; a bad command line is one line. Its timings are printed, never judged.
+add_test(NAME kit_overlap_bench
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_overlap_bench.py
+                 $<TARGET_FILE:overlap_bench> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
+set_tests_properties(kit_overlap_bench PROPERTIES PROCESSORS 2)
