@@ -57,6 +57,9 @@ std::string help_text() {
        << "                     the model cut into pp x V chunks, chunk c on stage c % pp;\n"
        << "                     M a multiple of pp) (default 1f1b)\n"
        << "  --virtual V        with interleaved: model chunks per stage (default 2)\n"
+       << "  --bucket_mb X      the data-parallel gradient sum in buckets of X MB, started during\n"
+       << "                     the backward (Part 15; not with --pp, --microbatches, --sp or\n"
+       << "                     --experts) (default 0: one sum after the backward)\n"
        << "Model:\n"
        << "  --layers L         blocks (default " << t.model.layers << ")\n"
        << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
@@ -123,6 +126,8 @@ Options parse(int argc, char** argv) {
               {"interleaved", gpt::PipelineSchedule::Interleaved}});
        }},
       {"--virtual", [&](auto& f, auto& v) { virtual_stages = positive(f, v); }},
+      {"--bucket_mb",
+       [&](auto& f, auto& v) { t.bucket_mb = parse_positive_number(f, v, /*allow_zero=*/true); }},
       {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},
       {"--top_k", [&](auto& f, auto& v) { m.top_k = positive(f, v); }},
       {"--aux_loss",
@@ -193,7 +198,7 @@ void run(const Options& o, const Communicator& world) {
   share_cores(world, o.threads);
   const gpt::Corpus corpus = gpt::load_corpus(o.corpus, o.train.model.seq_len, world);
   std::string problem = gpt::gpt_options_problem(o.train, world.Get_size(), corpus);
-  if (problem.empty()) problem = gpt::pipeline_problem(o.train, student_parallelism<float>());
+  if (problem.empty()) problem = gpt::build_problem(o.train, student_parallelism<float>());
   if (!problem.empty()) throw UsageError(problem);
   check_writable(o.report_file, "--report", world);
   check_writable(o.trace_file, "--trace", world);

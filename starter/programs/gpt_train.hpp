@@ -29,14 +29,16 @@ struct Options {
   bool help = false;
 };
 
-// The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's and
-// Part 14's for the grid and the pipeline where the tree holds them.
+// The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's, Part
+// 14's and Part 15's for the pipeline, the grid and the buckets where the tree holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
 template <class T>
 void bind_pipeline(gpt::GptParallelism<T>& parallelism);  // gpt_train_pipeline.cpp
 template <class T>
 void bind_five_dimensional(gpt::GptParallelism<T>& parallelism);  // gpt_train_five_dimensional.cpp
+template <class T>
+void bind_overlap(gpt::GptParallelism<T>& parallelism);  // gpt_train_overlap.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the

@@ -170,12 +170,19 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     lm_head_->backward(*s.head_input, logits_grad_, head_input_grad_);
     grad = &final_norm_->backward(
         communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's
+    if (comm_.gradients_ready) {
+      std::vector<Parameter<T>*> head = final_norm_->parameters();
+      head.push_back(&lm_head_->weight);
+      comm_.gradients_ready(head);
+    }
   }
   for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
     grad = &block->backward(*grad, slot);
+    if (comm_.gradients_ready) comm_.gradients_ready(block->parameters());
   }
   if (embedding_) {
     embedding_->backward(*grad, slot);
+    if (comm_.gradients_ready) comm_.gradients_ready(embedding_->parameters());
   } else {
     stream_input_grad_ = grad;
   }

@@ -26,6 +26,11 @@
            + 1 micro-batches at once, (pp - stage - 1) * 2 + (V - 1) * pp + 1 (at most m V), and
            sends each chunk's stream and gradient as counted; its --trace names every forward
            and backward through every chunk (F3.1: micro-batch 3, chunk 1) once per step.
+  buckets  Part 15's buckets (--bucket_mb): dp 2 with buckets of a few parameters, dp 4, dp 3
+           with one bucket, cp 2 x dp 2, tp 2 x dp 2 train the one-rank model (double, relative
+           1e-10); a ring of every bucket sends the analytic data-parallel bytes (within 2 %:
+           ceil(n / p)-element chunks); its --trace shows the rings' Isends, made between the
+           backward's first and last moments, and none without --bucket_mb.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -306,6 +311,35 @@ def interleaved_trace():
                   "%d chunks once" % (rank, m, v))
 
 
+def buckets():
+    layouts = [(2, ["--dp", "2", "--bucket_mb", "0.002"]), (4, ["--dp", "4", "--bucket_mb", "0.01"]),
+               (3, ["--dp", "3", "--bucket_mb", "64"]),
+               (4, ["--cp", "2", "--dp", "2", "--bucket_mb", "0.004"]),
+               (4, ["--tp", "2", "--dp", "2", "--bucket_mb", "0.004"])]
+    same_model("buckets", layouts, [], lambda flags, r: bytes_match(r, ("data_parallel",), 0.02),
+               tolerance=1e-10, batch_size=12)
+    for flags in (["--bucket_mb", "0.002"], []):
+        trace = os.path.join(SCRATCH, "buckets_trace.json")
+        args = TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1", "--trace", trace] + flags
+        result = run(2, args)
+        if result.returncode != 0:
+            fail("gpt_train %s (-n 2) exited %d" % (" ".join(args), result.returncode), result)
+            continue
+        with open(trace) as f:
+            events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        backward = [e for e in events if e["name"] == "backward" and e["pid"] == 0]
+        sends = [e for e in events if e["name"].startswith("Isend") and e["pid"] == 0]
+        inside = [e for e in sends if backward and backward[0]["ts"] <= e["ts"] <=
+                  backward[0]["ts"] + backward[0]["dur"]]
+        if flags and not inside:
+            fail("--bucket_mb: rank 0 made %d Isends, none during its backward" % len(sends))
+        elif not flags and sends:
+            fail("without --bucket_mb rank 0 made %d Isends" % len(sends))
+        else:
+            print("ok: %s: rank 0 made %d Isends, %d of them during its backward"
+                  % ("with --bucket_mb" if flags else "without --bucket_mb", len(sends), len(inside)))
+
+
 def expect_error(ranks, args, text, env=None, status=2):
     result = run(ranks, args, env)
     lines = [l for l in result.stderr.splitlines() if l.startswith("gpt_train: ")]
@@ -333,6 +367,11 @@ def cli():
     expect_error(1, ["--dp", "two"], "--dp expects a positive integer, got 'two'")
     expect_error(1, ["--layers"], "--layers needs a value")
     expect_error(1, ["--optimizer", "lamb"], "--optimizer expects adam or sgd, got 'lamb'")
+    expect_error(1, ["--bucket_mb", "-1"], "--bucket_mb")
+    expect_error(2, TINY + ["--pp", "2", "--bucket_mb", "1"], "--bucket_mb with --pp")
+    expect_error(2, TINY + ["--tp", "2", "--sp", "--bucket_mb", "1"], "--bucket_mb with --sp")
+    expect_error(2, TINY + ["--dp", "2", "--experts", "2", "--bucket_mb", "1"],
+                 "--bucket_mb with --experts")
     expect_error(1, ["--dtype", "half"], "--dtype expects double or float, got 'half'")
     expect_error(1, ["--lr", "-1"], "--lr expects a positive number, got '-1'")
     expect_error(1, TINY + ["--tp", "3"], "--tp 3 must divide the 4 heads")
@@ -487,7 +526,7 @@ def learns():
 
 try:
     {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts,
-     "pipeline": pipeline, "cli": cli,
+     "pipeline": pipeline, "buckets": buckets, "cli": cli,
      "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)

@@ -26,6 +26,7 @@
 #include "dtk/gpt/cross_entropy.hpp"
 #include "dtk/gpt/matmul.hpp"
 #include "dtk/gpt/moe_routing.hpp"
+#include "dtk/gpt/parameter.hpp"
 
 namespace dtk::gpt {
 
@@ -80,6 +81,12 @@ struct GptCommunication {
   // context-parallel ranks; tensor-parallel ones too under sequence parallelism): the router's
   // statistics of the whole batch, which the load-balancing loss needs. Empty on one rank.
   std::function<void(std::vector<double>& values)> sum_over_batch;
+
+  // Called by the backward as gradients become final, so that their sum over the data-parallel
+  // ranks can start while the earlier layers are still computed (Part 15's buckets): after the
+  // head with the final LayerNorm's and the head's parameters, after each block with its own,
+  // after the embedding with its own. Empty: nothing is called.
+  std::function<void(const std::vector<Parameter<T>*>& ready)> gradients_ready;
 };
 
 // One rank: every function computes over what this rank holds, nothing is sent.

@@ -69,6 +69,9 @@ struct GptTrainOptions {
   int sample_chars = 0;         // characters written with the trained model
   double temperature = 0.8;
   bool record_timeline = false;  // every step's forward, backward and Communicator calls
+  // Above 0: the data-parallel gradient sum runs in buckets of this many MB during the backward
+  // (Part 15's assign_buckets and GradientBuckets); 0: one sum after the backward.
+  double bucket_mb = 0;
 };
 
 // Why these options cannot train on `ranks` ranks with this corpus, in one sentence naming the
@@ -117,6 +120,15 @@ struct GridLayout {
 GptGrid make_grid(const GptTrainOptions& options, const Communicator& world,
                   const GridLayout& layout = {});
 
+// A step's gradients summed over some ranks bucket by bucket, during the backward (Part 15's
+// GradientBuckets): parameter i's gradient (sizes[i] elements, in double) handed over as soon as
+// it is final, progress() between layers, finish() after the backward with every sum.
+struct BucketedSum {
+  std::function<void(int parameter, const xt::xtensor<double, 1>& gradient)> gradient_ready;
+  std::function<void()> progress;
+  std::function<std::vector<xt::xtensor<double, 1>>()> finish;
+};
+
 // The students' functions of Parts 10-12, bound by gpt_train (programs/gpt_train_parallelism.cpp):
 // the trainer builds the model's layout and communication from them. Empty members are never
 // called on a layout that does not need them (tp, cp, ep of 1).
@@ -146,6 +158,11 @@ struct GptParallelism {
   // 14 (assignment 4): the trainer then runs no interleaved schedule.
   std::function<void(const std::vector<PipelineStage<T>*>& chunks, int m, Communicator& pp_comm)>
       run_interleaved;
+  // 15.1 and 15.2: one step's gradient sum over `comm`, started during the backward. Empty where
+  // gpt_train is built without Part 15 (assignment 4): --bucket_mb is then refused.
+  std::function<BucketedSum(const std::vector<std::size_t>& sizes, std::size_t cap_bytes,
+                            Communicator& comm)>
+      bucketed_sum;
   // The model's communication on this grid (the grid outlives the model).
   std::function<GptCommunication<T>(GptGrid& grid)> communication;
 };
@@ -219,14 +236,15 @@ struct GptTrainReport {
   std::vector<TimelineEvent> timeline;  // world rank 0 only, with record_timeline
 };
 
-// Why `parallelism` cannot run these options' pipeline (pp or micro-batches above 1) in one
-// sentence: it has no Part 8 functions (assignment 3's bundle); "" when it can.
+// Why `parallelism` cannot run these options in one sentence: the functions their pipeline (pp or
+// micro-batches above 1, an interleaved schedule) or their buckets (bucket_mb) run on are not in
+// this build (assignment 3's bundle holds no Part 8, 14 or 15); "" when it can.
 template <class T>
-std::string pipeline_problem(const GptTrainOptions& options, const GptParallelism<T>& parallelism);
+std::string build_problem(const GptTrainOptions& options, const GptParallelism<T>& parallelism);
 
 // Collective over world (tp · cp · dp · pp ranks); the model in float or double, split as
 // `parallelism` says. Rank 0 writes progress lines to `progress`. Throws std::invalid_argument
-// when gpt_options_problem or pipeline_problem says why.
+// when gpt_options_problem or build_problem says why.
 template <class T>
 GptTrainReport train_gpt(const GptTrainOptions& options, const Corpus& corpus,
                          const Communicator& world, const GptParallelism<T>& parallelism,
