@@ -59,11 +59,12 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   }
   // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
   // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
-  // doubles per block) over dp · cp.
+  // doubles per block) over dp · cp. Part 15's buckets (--bucket_mb) sum in double.
   const ParameterClasses c = parameter_classes(t, m);
   const int replicas = t.dp * t.cp;
-  bytes[2] = allreduce(c.sliced * e, replicas) +
-             allreduce(c.replicated * e, t.sequence_parallel ? t.tp * replicas : replicas) +
+  const std::size_t g = t.bucket_mb > 0 ? sizeof(double) : e;
+  bytes[2] = allreduce(c.sliced * g, replicas) +
+             allreduce(c.replicated * g, t.sequence_parallel ? t.tp * replicas : replicas) +
              allreduce(c.experts * e, t.dp / t.ep * t.cp) +
              (m.mixture_of_experts() ? L * allreduce(2.0 * m.experts * 8, replicas) : 0);
   if (t.ep > 1) {

@@ -188,16 +188,17 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   }
   std::printf(
       "\nMiB sent per training step, by group (count: from the shape alone; expert: if "
-      "the router spread the rows evenly), and the attention's seconds per step (wall, and the "
-      "kernels' CPU):\n  %5s %10s %10s %10s %10s %10s %10s\n",
-      "rank", "tensor", "context", "data", "expert", "attention", "kernels");
+      "the router spread the rows evenly), the attention's seconds per step (wall, and the "
+      "kernels' CPU), and the gradient sum's after the backward (exposed):\n"
+      "  %5s %10s %10s %10s %10s %10s %10s %10s\n",
+      "rank", "tensor", "context", "data", "expert", "attention", "kernels", "grad sum");
   for (const gpt::GptRankReport& m : r.ranks) {
-    std::printf("  %5d %s %s %s %s %10.4f %10.4f\n", m.rank,
+    std::printf("  %5d %s %s %s %s %10.4f %10.4f %10.4f\n", m.rank,
                 per_step(m.tensor_parallel_bytes, r.steps).c_str(),
                 per_step(m.context_parallel_bytes, r.steps).c_str(),
                 per_step(m.data_parallel_bytes, r.steps).c_str(),
                 per_step(m.expert_parallel_bytes, r.steps).c_str(), m.attention_seconds / r.steps,
-                m.attention_cpu_seconds / r.steps);
+                m.attention_cpu_seconds / r.steps, m.gradient_sum_seconds / r.steps);
   }
   const std::array<double, 4> count = analytic_bytes_per_step(o.train, model, e);
   std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
@@ -281,6 +282,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                      {"bubble", bubble(m)},
                      {"attention_seconds", m.attention_seconds},
                      {"attention_cpu_seconds", m.attention_cpu_seconds},
+                     {"gradient_sum_seconds", m.gradient_sum_seconds},
                      {"peak_bytes",
                       {{"parameters", m.parameters},
                        {"gradients", m.gradients},

@@ -669,7 +669,11 @@ class GptRun {
       recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
     }
-    if (bucketed_sum_) finish_buckets();  // what the backward did not hide
+    if (bucketed_sum_) {  // what the backward did not hide
+      const double sum_begin = MPI_Wtime();
+      finish_buckets();
+      measured_.gradient_sum_seconds += MPI_Wtime() - sum_begin;
+    }
     return loss;
   }
 
@@ -762,7 +766,11 @@ class GptRun {
   // tensor.
   void optimizer_step(double lr) {
     flat_grads_.gather(&Parameter<T>::grad);
-    if (!summed_in_buckets_) gradient_sum_.sum(flat_grads_.values());
+    if (!summed_in_buckets_) {
+      const double sum_begin = MPI_Wtime();
+      gradient_sum_.sum(flat_grads_.values());
+      measured_.gradient_sum_seconds += MPI_Wtime() - sum_begin;
+    }
     summed_in_buckets_ = false;
     flat_values_.gather(&Parameter<T>::value);
     if (adam_) {

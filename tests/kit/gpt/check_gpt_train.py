@@ -29,8 +29,9 @@
   buckets  Part 15's buckets (--bucket_mb): dp 2 with buckets of a few parameters, dp 4, dp 3
            with one bucket, cp 2 x dp 2, tp 2 x dp 2 train the one-rank model (double, relative
            1e-10); a ring of every bucket sends the analytic data-parallel bytes (within 2 %:
-           ceil(n / p)-element chunks); its --trace shows the rings' Isends, made between the
-           backward's first and last moments, and none without --bucket_mb.
+           ceil(n / p)-element chunks), in float as in double (the buckets sum in double);
+           its --trace shows the rings' Isends, made between the backward's first and last
+           moments, and none without --bucket_mb.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -318,6 +319,18 @@ def buckets():
                (4, ["--tp", "2", "--dp", "2", "--bucket_mb", "0.004"])]
     same_model("buckets", layouts, [], lambda flags, r: bytes_match(r, ("data_parallel",), 0.02),
                tolerance=1e-10, batch_size=12)
+    # In float the buckets still sum in double: twice the data-parallel bytes, as counted.
+    r = report_of(2, TINY + ["--dp", "2", "--batch_size", "4", "--steps", "2", "--bucket_mb",
+                             "0.002"], "float_buckets")
+    if r is not None:
+        problems = bytes_match(r, ("data_parallel",), 0.02)
+        problems += ["rank %d reports no gradient_sum_seconds" % rank["rank"]
+                     for rank in r["ranks"] if not rank.get("gradient_sum_seconds", 0) > 0]
+        if problems:
+            fail("buckets in float: " + "; ".join(problems))
+        else:
+            print("ok: buckets in float: the data-parallel bytes of a sum in double, as counted; "
+                  "each rank's exposed gradient_sum_seconds reported")
     for flags in (["--bucket_mb", "0.002"], []):
         trace = os.path.join(SCRATCH, "buckets_trace.json")
         args = TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1", "--trace", trace] + flags
