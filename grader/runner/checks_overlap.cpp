@@ -527,7 +527,9 @@ void check_pipelined_ring(CheckContext& context) {
         judgement.mistake(name + "keys" + sample, what, sampled_matrix(expected.k));
       };
       if (call > 0) {
-        mistake("the block of rank r + " + std::to_string(call) + ": the ring turns the other way",
+        mistake("the block of rank r + " + std::to_string(call) +
+                    ": the ring turns the other way, or a block arrived in a buffer still being "
+                    "sent",
                 r + call);
         mistake("this rank's own block again: nothing received", r);
       }
@@ -546,8 +548,8 @@ void check_pipelined_ring(CheckContext& context) {
       order.foreign);
   context.out.part(kPostedPart);
   context.out.integer(
-      "hops h with a message posted after, or no send or no receive posted before, attend "
-      "call h - 1 began",
+      "hops h with a message tagged h posted after, or no send or no receive tagged h posted "
+      "before, attend call h - 1 began",
       order.late);
   context.out.part(kWaitedPart);
   context.out.integer(

@@ -35,6 +35,21 @@ long parse_positive(const std::string& flag, const std::string& text) {
   return parse_integer(flag, text, 1);
 }
 
+void parse_flags(int argc, char** argv, const std::map<std::string, FlagSetter>& with_value,
+                 bool& help) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      help = true;
+      continue;
+    }
+    const auto setter = with_value.find(flag);
+    if (setter == with_value.end()) throw UsageError("unknown flag '" + flag + "' (try --help)");
+    if (i + 1 == argc) throw UsageError(flag + " needs a value (try --help)");
+    setter->second(flag, argv[++i]);
+  }
+}
+
 double parse_positive_number(const std::string& flag, const std::string& text, bool allow_zero) {
   std::size_t used = 0;
   double value = 0;

@@ -43,6 +43,13 @@ Choice parse_choice(const std::string& flag, const std::string& text,
   throw UsageError(flag + " expects " + names + ", got '" + text + "'");
 }
 
+// Reads a command line of flags: `--help` or `-h` sets help; each flag of with_value is
+// followed by its value, which its setter reads (flag, value). UsageError, saying "try --help",
+// for an unknown flag or a missing value.
+using FlagSetter = std::function<void(const std::string& flag, const std::string& value)>;
+void parse_flags(int argc, char** argv, const std::map<std::string, FlagSetter>& with_value,
+                 bool& help);
+
 // "      1.23": bytes as MiB (2^20 bytes), right-aligned in 10 characters.
 std::string mebibytes(std::uint64_t bytes);
 

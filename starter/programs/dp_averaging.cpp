@@ -79,8 +79,7 @@ std::vector<double> parse_shares(const std::string& flag, const std::string& tex
 
 Options parse(int argc, char** argv) {
   Options o;
-  using Setter = std::function<void(const std::string&, const std::string&)>;
-  const std::map<std::string, Setter> with_value = {
+  const std::map<std::string, FlagSetter> with_value = {
       {"--shares", [&](auto& f, auto& v) { o.shares = parse_shares(f, v); }},
       {"--optimizer",
        [&](auto& f, auto& v) {
@@ -94,17 +93,7 @@ Options parse(int argc, char** argv) {
       {"--lr", [&](auto& f, auto& v) { o.lr = parse_positive_number(f, v); }},
       {"--seed", [&](auto& f, auto& v) { o.seed = parse_integer(f, v, 0); }},
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      continue;
-    }
-    const auto setter = with_value.find(flag);
-    if (setter == with_value.end()) throw UsageError("unknown flag '" + flag + "' (try --help)");
-    if (i + 1 == argc) throw UsageError(flag + " needs a value (try --help)");
-    setter->second(flag, argv[++i]);
-  }
+  parse_flags(argc, argv, with_value, o.help);
   if (o.lr == 0) o.lr = o.optimizer == Optimizer::Sgd ? 0.05 : 0.01;
   return o;
 }

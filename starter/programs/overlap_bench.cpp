@@ -52,8 +52,8 @@ struct Options {
   bool buckets = true, ring = true;
   long layers = 12, width = 256;
   double bucket_mb = 1;
-  long block_rows = 512, block_cols = 128;
-  long steps = 10;
+  long block_rows = 512, block_cols = 256;
+  long steps = 20;
   bool help = false;
 };
 
@@ -64,13 +64,12 @@ constexpr const char* kUsage =
     "  --width N            buckets: each layer's weight is N x N doubles (default 256)\n"
     "  --bucket_mb X        buckets: the bucket cap, in MB (default 1)\n"
     "  --block_rows K       ring: rows of each rank's block (default 512)\n"
-    "  --block_cols D       ring: columns of the keys and values (default 128)\n"
-    "  --steps S            timed steps per row, after one untimed (default 10)\n";
+    "  --block_cols D       ring: columns of the keys and values (default 256: 1 MB blocks)\n"
+    "  --steps S            timed steps per row, after one untimed (default 20)\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  using Setter = std::function<void(const std::string&, const std::string&)>;
-  const std::map<std::string, Setter> with_value = {
+  const std::map<std::string, FlagSetter> with_value = {
       {"--what",
        [&](auto& f, auto& v) {
          const int what = parse_choice<int>(f, v, {{"buckets", 1}, {"ring", 2}, {"both", 3}});
@@ -84,17 +83,7 @@ Options parse(int argc, char** argv) {
       {"--block_cols", [&](auto& f, auto& v) { o.block_cols = parse_positive(f, v); }},
       {"--steps", [&](auto& f, auto& v) { o.steps = parse_positive(f, v); }},
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      continue;
-    }
-    const auto setter = with_value.find(flag);
-    if (setter == with_value.end()) throw UsageError("unknown flag '" + flag + "' (try --help)");
-    if (i + 1 == argc) throw UsageError(flag + " needs a value (try --help)");
-    setter->second(flag, argv[++i]);
-  }
+  parse_flags(argc, argv, with_value, o.help);
   return o;
 }
 

@@ -179,6 +179,8 @@ void Communicator::Barrier() const {
 
 MPI_Comm Communicator::handle() const { return shared_->comm; }
 
+int Communicator::world_rank_of(int rank) const { return shared_->world_rank_of(rank); }
+
 std::uint64_t Communicator::total_bytes_transferred() const { return shared_->bytes_sent; }
 
 Communicator Communicator::Split(int color, int key) const {

@@ -246,6 +246,9 @@ class Communicator {
 
   std::uint64_t total_bytes_transferred() const;
   MPI_Comm handle() const;
+  // The world rank of this communicator's rank `rank` (-1 stays -1): the communication observer
+  // (below) names peers by world rank.
+  int world_rank_of(int rank) const;
 
  private:
   struct Shared;  // the MPI handle, whether we own it, and the byte counter
