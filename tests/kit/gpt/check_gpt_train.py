@@ -288,19 +288,26 @@ def pipeline():
     interleaved_trace()
 
 
+def traced_events(args):
+    """The complete ("X") events of gpt_train's --trace of `args` on 2 ranks; None (a failure
+    said) when it does not run."""
+    trace = os.path.join(SCRATCH, "trace.json")
+    result = run(2, args + ["--trace", trace])
+    if result.returncode != 0:
+        fail("gpt_train %s (-n 2) exited %d" % (" ".join(args), result.returncode), result)
+        return None
+    with open(trace) as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
 def interleaved_trace():
     """--trace of an interleaved step: each stage's forward and backward of every micro-batch
     through each of its chunks, once each, named F3.1 and B3.1 (micro-batch 3, chunk 1)."""
-    trace = os.path.join(SCRATCH, "interleaved_trace.json")
     m, v = 4, 2
-    args = TINY + ["--layers", "6", "--batch_size", "8", "--steps", "1", "--pp", "2",
-                   "--microbatches", str(m), "--schedule", "interleaved", "--trace", trace]
-    result = run(2, args)
-    if result.returncode != 0:
-        fail("gpt_train %s (-n 2) exited %d" % (" ".join(args), result.returncode), result)
+    events = traced_events(TINY + ["--layers", "6", "--batch_size", "8", "--steps", "1", "--pp",
+                                   "2", "--microbatches", str(m), "--schedule", "interleaved"])
+    if events is None:
         return
-    with open(trace) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     expected = sorted("%s%d.%d" % (op, mb, c) for op in "FB" for mb in range(m) for c in range(v))
     for rank in (0, 1):
         steps = sorted(e["name"] for e in events
@@ -332,14 +339,9 @@ def buckets():
             print("ok: buckets in float: the data-parallel bytes of a sum in double, as counted; "
                   "each rank's exposed gradient_sum_seconds reported")
     for flags in (["--bucket_mb", "0.002"], []):
-        trace = os.path.join(SCRATCH, "buckets_trace.json")
-        args = TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1", "--trace", trace] + flags
-        result = run(2, args)
-        if result.returncode != 0:
-            fail("gpt_train %s (-n 2) exited %d" % (" ".join(args), result.returncode), result)
+        events = traced_events(TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1"] + flags)
+        if events is None:
             continue
-        with open(trace) as f:
-            events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
         backward = [e for e in events if e["name"] == "backward" and e["pid"] == 0]
         sends = [e for e in events if e["name"].startswith("Isend") and e["pid"] == 0]
         inside = [e for e in sends if backward and backward[0]["ts"] <= e["ts"] <=
