@@ -198,7 +198,7 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
                 per_step(m.context_parallel_bytes, r.steps).c_str(),
                 per_step(m.data_parallel_bytes, r.steps).c_str(),
                 per_step(m.expert_parallel_bytes, r.steps).c_str(), m.attention_seconds / r.steps,
-                m.attention_cpu_seconds / r.steps, m.gradient_sum_seconds / r.steps);
+                m.attention_cpu_seconds / r.steps, m.exposed_sum_seconds / r.steps);
   }
   const std::array<double, 4> count = analytic_bytes_per_step(o.train, model, e);
   std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
@@ -282,7 +282,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                      {"bubble", bubble(m)},
                      {"attention_seconds", m.attention_seconds},
                      {"attention_cpu_seconds", m.attention_cpu_seconds},
-                     {"gradient_sum_seconds", m.gradient_sum_seconds},
+                     {"exposed_sum_seconds", m.exposed_sum_seconds},
                      {"peak_bytes",
                       {{"parameters", m.parameters},
                        {"gradients", m.gradients},

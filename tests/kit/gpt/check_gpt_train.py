@@ -331,13 +331,13 @@ def buckets():
                              "0.002"], "float_buckets")
     if r is not None:
         problems = bytes_match(r, ("data_parallel",), 0.02)
-        problems += ["rank %d reports no gradient_sum_seconds" % rank["rank"]
-                     for rank in r["ranks"] if not rank.get("gradient_sum_seconds", 0) > 0]
+        problems += ["rank %d reports no exposed_sum_seconds" % rank["rank"]
+                     for rank in r["ranks"] if not rank.get("exposed_sum_seconds", 0) > 0]
         if problems:
             fail("buckets in float: " + "; ".join(problems))
         else:
             print("ok: buckets in float: the data-parallel bytes of a sum in double, as counted; "
-                  "each rank's exposed gradient_sum_seconds reported")
+                  "each rank's exposed_sum_seconds reported")
     for flags in (["--bucket_mb", "0.002"], []):
         events = traced_events(TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1"] + flags)
         if events is None:

@@ -191,7 +191,7 @@ struct GptRankReport {
   double attention_seconds = 0, attention_cpu_seconds = 0;
   // The training steps' gradient sums after the backward, wall time: the data-parallel
   // communication nothing hid (the whole sum; with bucket_mb, what finish() still waited for).
-  double gradient_sum_seconds = 0;
+  double exposed_sum_seconds = 0;
   // Bytes sent by the training steps (not the validation, not the sample), by group: tensor,
   // context and expert parallel are the model's communication, data parallel the gradient sums
   // (over dp · cp ranks, tp too for replicated parameters under sequence parallelism), pipeline
