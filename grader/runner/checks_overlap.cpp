@@ -510,11 +510,12 @@ void check_pipelined_ring(CheckContext& context) {
 
   context.out.part(kBlocksPart);
   context.out.integer("attend calls", static_cast<long long>(attended.size()));
+  const KeyValueBlock<double> none{xt::xtensor<double, 2>::from_shape({0, 0}),
+                                   xt::xtensor<double, 2>::from_shape({0, 0}),
+                                   {}};  // not made
   for (int call = 0; call < p; ++call) {
     const std::string name = "attend call " + std::to_string(call) + "'s ";
     const bool made = call < static_cast<int>(attended.size());
-    const KeyValueBlock<double> none{
-        xt::xtensor<double, 2>::from_shape({0, 0}), xt::xtensor<double, 2>::from_shape({0, 0}), {}};
     const KeyValueBlock<double>& block = made ? attended[call] : none;
     const std::string sample = big ? " (a sample)" : "";
     record_tensor(context.out, name + "keys" + sample, sampled_matrix(block.k));

@@ -663,16 +663,16 @@ class GptRun {
     const double forward_end = MPI_Wtime();
     step_expert_rows_ = {model().expert_rows(0)};
     model().zero_grad();
-    if (o_.bucket_mb > 0 && g_.replica_comm.Get_size() > 1) start_buckets();
+    if (sums_in_buckets()) start_buckets();
     model().backward();
     if (recorder_) {
       recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
     }
-    if (bucketed_sum_) {  // what the backward did not hide
+    if (sums_in_buckets()) {  // what the backward did not hide
       const double sum_begin = MPI_Wtime();
       finish_buckets();
-      measured_.gradient_sum_seconds += MPI_Wtime() - sum_begin;
+      measured_.exposed_sum_seconds += MPI_Wtime() - sum_begin;
     }
     return loss;
   }
@@ -737,6 +737,7 @@ class GptRun {
   // without --sp sums over) starts before the backward, in the flat vector's order; the model
   // hands each layer's gradients over as they become final, and the buckets move on between
   // layers; after the backward, their sums replace the gradients.
+  bool sums_in_buckets() const { return o_.bucket_mb > 0 && g_.replica_comm.Get_size() > 1; }
   void start_buckets() {
     std::vector<std::size_t> sizes;
     for (const Parameter<T>* p : gradient_sum_.parameters()) sizes.push_back(p->grad.size());
@@ -759,19 +760,17 @@ class GptRun {
     for (std::size_t i = 0; i < params.size(); ++i) {
       std::copy(sums.at(i).begin(), sums.at(i).end(), params[i]->grad.begin());
     }
-    summed_in_buckets_ = true;
   }
 
   // The gradients summed, then the optimizer's step: the same on every rank holding the same
   // tensor.
   void optimizer_step(double lr) {
     flat_grads_.gather(&Parameter<T>::grad);
-    if (!summed_in_buckets_) {
+    if (!sums_in_buckets()) {
       const double sum_begin = MPI_Wtime();
       gradient_sum_.sum(flat_grads_.values());
-      measured_.gradient_sum_seconds += MPI_Wtime() - sum_begin;
+      measured_.exposed_sum_seconds += MPI_Wtime() - sum_begin;
     }
-    summed_in_buckets_ = false;
     flat_values_.gather(&Parameter<T>::value);
     if (adam_) {
       adam_->step(flat_values_.values(), 0, flat_grads_.values(), T(lr));
@@ -853,11 +852,9 @@ class GptRun {
       chunks_;                  // this rank's: chunk v is the model's v · pp + pp_idx
   std::vector<int> positions_;  // of each sequence, this rank's
   GradientSum<T> gradient_sum_;
-  // --bucket_mb: each parameter's place in gradient_sum_'s order, the step's sum in flight, and
-  // whether this step's gradients were summed that way.
+  // --bucket_mb: each parameter's place in gradient_sum_'s order, and the step's sum in flight.
   std::map<const Parameter<T>*, int> bucket_index_;
   std::optional<BucketedSum> bucketed_sum_;
-  bool summed_in_buckets_ = false;
   FlatView<T> flat_grads_, flat_values_;
   std::unique_ptr<Adam<T>> adam_;
   std::vector<std::size_t> validation_;  // the validation windows
