@@ -4,6 +4,12 @@
 # reference handed in as handin.tar, as Tango sets it up; `make` must end with the scores JSON on
 # its last line, with full marks for every part. ccache, when installed, makes the builds quick.
 #
+# Each assignment's autograder is built and run by one platform's test: this one takes the
+# first, third, ... assignment, grader/tests/autograder_zip.sh the others. Both platforms' packages
+# hold the same kit (scripts/copy-kit.sh) and differ only in their wrapper, which does not depend
+# on the assignment: every assignment is graded in one package, every wrapper with two
+# assignments, at half the time of every assignment in both.
+#
 # usage: autolab_test.sh <kit source dir> <scratch dir>
 set -euo pipefail
 kit=$(cd "$1" && pwd)
@@ -23,7 +29,7 @@ if command -v ccache > /dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_NOHASHDIR=1
 fi
 
-for assignment in $("$kit/scripts/list-assignments.sh" "$kit"); do
+for assignment in $("$kit/scripts/list-assignments.sh" "$kit" | awk 'NR % 2 == 1'); do
   "$kit/scripts/make-autolab.sh" "$assignment" "$work/dist" > /dev/null
   job=$work/job$assignment
   mkdir "$job"

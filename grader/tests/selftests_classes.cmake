@@ -25,7 +25,8 @@ set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 PROCESSORS 2 SKIP_RETUR
                      LABELS class-scale)
 
 # The Gradescope autograders `make autograder.zip` writes, unpacked and run as Gradescope
-# does, the kit locked down: the reference gets full marks in every assignment.
+# does, the kit locked down: the reference gets full marks in the second and fourth assignment
+# (autograder_zip.sh; the first and third are Autolab's, below).
 add_test(NAME grader_autograder_zip
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autograder_zip.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autograder_zip)
@@ -33,7 +34,7 @@ set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900 PROCESSORS 2
                      SKIP_RETURN_CODE 77 LABELS class-scale)
 
 # The Autolab autograders `make autolab` writes, run as Tango runs them: the last line of
-# output is the scores JSON, with full marks for the reference in every assignment.
+# output is the scores JSON, with full marks for the reference in the first and third assignment.
 add_test(NAME grader_autolab
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autolab_test.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autolab)
