@@ -33,7 +33,11 @@
 #include <string>
 #include <vector>
 
+#include "statistics.hpp"
+
 namespace {
+
+using dtk::statistics::median;
 
 constexpr int kWarmupIters = 5;
 const std::vector<std::string> kCollectives = {"allreduce", "allgather", "reduce_scatter",
@@ -230,12 +234,6 @@ std::size_t element_count(const std::string& collective, std::size_t bytes, std:
                           int p) {
   const std::size_t n = bytes / elem;
   return collective == "allreduce" ? n : n / p * p;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // Seconds one call takes, on the slowest rank (every rank gets the same answer).

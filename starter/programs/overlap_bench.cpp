@@ -40,10 +40,12 @@
 #include <dtk/overlap.hpp>
 
 #include "command_line.hpp"
+#include "statistics.hpp"
 
 namespace {
 
 using namespace dtk::command_line;
+using dtk::statistics::median;
 using Matrix = xt::xtensor<double, 2>;
 
 struct Options {
@@ -116,11 +118,6 @@ void time_ways(std::vector<Way>& ways, long steps, const dtk::Communicator& worl
       way.seconds.push_back(slowest);
     }
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 std::string fixed(double value, int decimals) {
