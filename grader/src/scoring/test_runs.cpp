@@ -247,6 +247,10 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
     command.env.push_back(name + "=" + value);
   // A session directory per launch: launches run side by side.
   command.env.insert(command.env.end(), {"HOME=" + out_dir, "TMPDIR=" + out_dir});
+  std::optional<SegmentDirectory> segments;
+  if (!launcher.sandboxed) {
+    if (const auto setting = segments.emplace().setting()) command.env.push_back(*setting);
+  }
   // Done when every rank has written the end of the last test it takes part in or asked for a
   // fresh process ("restart"), or one rank has died (its last words: "exited", "crashed" or the
   // watchdog's "timeout"); mpirun takes seconds to notice a death by itself.
@@ -281,6 +285,21 @@ Launch launch(const Launcher& launcher, const std::vector<TestCase>& tests, int 
 }
 
 }  // namespace
+
+SegmentDirectory::SegmentDirectory(const std::string& parent) {
+  std::string name = parent + "/dtk-grade-launch-XXXXXX";
+  if (mkdtemp(name.data()) != nullptr) path_ = name;
+}
+
+SegmentDirectory::~SegmentDirectory() {
+  std::error_code ignored;
+  if (!path_.empty()) fs::remove_all(path_, ignored);
+}
+
+std::optional<std::string> SegmentDirectory::setting() const {
+  if (path_.empty()) return std::nullopt;
+  return "OMPI_MCA_btl_vader_backing_directory=" + path_;
+}
 
 LaunchLimits retry_limits(const Launcher& launcher) {
   const int test_seconds =

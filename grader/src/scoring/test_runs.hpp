@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,28 @@ struct Launcher {
 // Open MPI's start-up once); a launch that dies or hangs leaves the rest to a new launch.
 std::map<std::string, TestRun> run_tests(const Launcher& launcher,
                                          const std::vector<TestCase>& tests);
+
+// Open MPI's shared-memory segments (4 MB a rank) of a launch outside the sandbox (the
+// reference's, or a grading with --no-sandbox), in a directory of their own under /dev/shm that
+// goes with the launch. A launch ends as soon as every rank has written its records, without
+// waiting for them to finalize: on a busy machine the segments of the ranks still finalizing
+// would otherwise stay in /dev/shm for good (the sandbox gives its launches a private /dev/shm,
+// gone with them).
+class SegmentDirectory {
+ public:
+  explicit SegmentDirectory(const std::string& parent = "/dev/shm");
+  SegmentDirectory(const SegmentDirectory&) = delete;
+  SegmentDirectory& operator=(const SegmentDirectory&) = delete;
+  ~SegmentDirectory();  // removes the directory and whatever the ranks left in it
+
+  // The launch's environment setting that puts its segments there; none (Open MPI's default
+  // directory) when no directory could be made.
+  std::optional<std::string> setting() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // The time limits of one launch.
 struct LaunchLimits {

@@ -1,8 +1,12 @@
 // What one launch of tests settles, from its ranks' records and how it ended (test_runs.hpp,
 // without launching anything): which tests finished, which are charged, which are run again
 // alone before they are charged (out of time, or dead after others), and which go to a fresh
-// launch uncharged (the runner's "restart").
+// launch uncharged (the runner's "restart"); and where a launch outside the sandbox keeps
+// its shared-memory segments.
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
 
 #include "records.hpp"
 #include "scoring/test_runs.hpp"
@@ -250,4 +254,31 @@ TEST_CASE("a re-run's limits: its watchdog, and the launch's headroom beyond it"
       0;  // no re-run for time: a death's re-run keeps the limits
   CHECK(retry_limits(launcher).test_seconds == 2);
   CHECK(retry_limits(launcher).group_seconds == 10);
+}
+
+TEST_CASE(
+    "a launch outside the sandbox keeps its shared-memory segments in a directory that "
+    "goes with it") {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::temp_directory_path() / "dtk-segment-directory-test";
+  fs::remove_all(parent);
+  fs::create_directories(parent);
+  std::string where;
+  {
+    const SegmentDirectory segments(parent.string());
+    where = segments.path();
+    REQUIRE(fs::is_directory(where));
+    CHECK(fs::path(where).parent_path() == parent);
+    CHECK(segments.setting() == "OMPI_MCA_btl_vader_backing_directory=" + where);
+    // What a rank killed before MPI_Finalize leaves behind.
+    std::ofstream(fs::path(where) / "vader_segment.host.1.0") << "segment";
+  }
+  CHECK_FALSE(fs::exists(where));
+  CHECK(fs::is_empty(parent));
+
+  // Nowhere to make it: no setting, and Open MPI keeps its default directory.
+  const SegmentDirectory nowhere((parent / "missing").string());
+  CHECK(nowhere.path().empty());
+  CHECK_FALSE(nowhere.setting().has_value());
+  fs::remove_all(parent);
 }
