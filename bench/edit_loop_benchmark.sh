@@ -20,6 +20,7 @@ loops=(
   "1|model/func_impl.cpp|test_get_info"
   "2|pipeline/pipeline.cpp|test_pipeline"
   "3|tensor_parallel/tensor_parallel.cpp|test_tensor_parallel"
+  "4|overlap/overlap.cpp|test_overlap"
 )
 
 seconds_of() {  # runs "$@" quietly, prints its wall time in seconds, to a tenth
