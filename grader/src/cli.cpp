@@ -165,6 +165,8 @@ std::optional<Options> parse_command_line(int argc, char** argv) {
       options.task = static_cast<std::size_t>(parse_integer(arg, value(), 0, 1000000));
     } else if (arg == "--expected-cache") {  // internal: a batch's child grading
       options.expected_cache = value();
+    } else if (arg == "--object-cache") {  // internal: a batch's child grading
+      options.object_cache = value();
     } else if (arg == "--private") {  // internal: a batch's child grading
       options.private_paths.push_back(value());
     } else if (arg == "--slot") {  // internal: a batch's child grading

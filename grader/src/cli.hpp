@@ -31,6 +31,7 @@ struct Options {
   std::string manifest;                // default: the kit's manifest of the assignment
   int slot = 0;  // the sandbox's job slot (a batch gives each grading at once its own)
   std::string expected_cache;  // a batch's shared reference outputs (internal, like slot)
+  std::string object_cache;    // a batch's shared compiled objects (internal, like slot)
   // What the submission must never see (internal: a batch's hand-ins and results): hidden from
   // the sandbox, and grading refused where the sandbox could still read one.
   std::vector<std::string> private_paths;

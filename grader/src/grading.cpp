@@ -78,10 +78,20 @@ std::string make_scratch() {
   return root;
 }
 
+// The caches a grading shares with others (expected outputs, compiled objects) and what the
+// caller marks private (a batch's hand-ins and results).
+std::vector<std::string> grader_only_paths(const Options& options) {
+  std::vector<std::string> paths = options.private_paths;
+  for (const std::string& cache : {options.expected_cache, options.object_cache}) {
+    if (!cache.empty()) paths.push_back(cache);
+  }
+  return paths;
+}
+
 // What the submission must never read: the reference's sources and objects, the expected
-// outputs (this grading's and a batch's shared ones) and what the caller marks private (a
-// batch's hand-ins and results). Grading is refused when the sandbox can read one of them (the
-// kit left readable to others where no mount namespace hides it).
+// outputs (this grading's and a batch's shared ones), the compiled objects a grading shares and
+// what the caller marks private (a batch's hand-ins and results). Grading is refused when the
+// sandbox can read one of them (the kit left readable to others where no mount namespace hides it).
 void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const std::string& scratch,
                         const std::vector<std::string>& hidden) {
   const Toolchain& toolchain = grading.toolchain;
@@ -90,9 +100,8 @@ void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const st
     secrets.push_back(toolchain.reference_dir + "/" + file);
     secrets.push_back(toolchain.reference_objects.at(file));
   }
-  if (!grading.options.expected_cache.empty()) secrets.push_back(grading.options.expected_cache);
-  const auto& private_paths = grading.options.private_paths;
-  secrets.insert(secrets.end(), private_paths.begin(), private_paths.end());
+  const std::vector<std::string> grader_only = grader_only_paths(grading.options);
+  secrets.insert(secrets.end(), grader_only.begin(), grader_only.end());
   std::string readable;
   for (const std::string& path : sandbox.readable(secrets, hidden)) readable += "\n  " + path;
   if (readable.empty()) return;
@@ -106,8 +115,8 @@ void refuse_if_readable(const Sandbox& sandbox, const Grading& grading, const st
 }
 
 // What sandboxed commands must not see (docs/sandbox.md): every directory but the system's
-// and the way to the scratch and the compiler, and, wherever they are, the kit's trees, a
-// batch's expected outputs and the caller's private paths (unless the scratch lives inside one).
+// and the way to the scratch and the compiler, and, wherever they are, the kit's trees, the
+// shared caches and the caller's private paths (unless the scratch lives inside one).
 std::vector<std::string> hidden_paths(const Toolchain& toolchain, const Options& options,
                                       const std::string& scratch) {
   std::vector<std::string> needed = {scratch};
@@ -116,10 +125,8 @@ std::vector<std::string> hidden_paths(const Toolchain& toolchain, const Options&
   for (const std::string& dir : toolchain.include_dirs) {
     if (dir != toolchain.dtk_include_dir) needed.push_back(dir);  // dtk's own is copied
   }
-  std::vector<std::string> private_paths = {toolchain.source_dir, toolchain.binary_dir};
-  if (!options.expected_cache.empty()) private_paths.push_back(options.expected_cache);
-  private_paths.insert(private_paths.end(), options.private_paths.begin(),
-                       options.private_paths.end());
+  std::vector<std::string> private_paths = grader_only_paths(options);
+  private_paths.insert(private_paths.end(), {toolchain.source_dir, toolchain.binary_dir});
   return paths_to_hide(needed, private_paths);
 }
 
@@ -297,7 +304,8 @@ StudentBuild build_in(const Grading& grading, const Workspace& workspace, std::s
   }
   StudentBuild build =
       build_submission(toolchain, graded_files, provided, submission, *workspace.sandbox,
-                       workspace.scratch, workspace.hidden, manifest.timeouts, manifest.build);
+                       workspace.scratch, workspace.hidden, manifest.timeouts, manifest.build,
+                       object_cache(toolchain, grading.options.object_cache));
   for (const FileBuild& file : build.files)
     summary += file.file + ": " + build_status(file) + ".\n";
   return build;

@@ -242,6 +242,12 @@ class SelfTest:
             json.dump(manifest, file, indent=2)
         return path
 
+    def object_cache(self):
+        """The self-tests share the objects they compile, as a batch's gradings do
+        (object_cache.hpp), across `ctest` runs too: a patch compiles once until it, a provided
+        header, the compiler or dtk-grade changes. Compiling is most of a one-part grading."""
+        return os.path.join(os.path.dirname(self.work), ".objects")
+
     def reference_cache(self):
         """The self-tests of one manifest share the reference's outputs, as a batch's gradings
         do (expected_cache.hpp): the reference runs each test once per `ctest` run, which
@@ -316,6 +322,7 @@ class SelfTest:
             self.args += ["--manifest", self.manifest_copy()]
         if not self.o.load:  # under LOAD the reference runs under the load too
             self.args += ["--expected-cache", self.reference_cache()]
+        self.args += ["--object-cache", self.object_cache()]
         if self.o.second_checkout:
             self.make_second_checkout()
         if self.o.guard:

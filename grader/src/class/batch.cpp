@@ -78,10 +78,12 @@ std::uint64_t batch_seed(const Options& options, const Manifest& manifest, const
   return seed;
 }
 
-// Where the gradings of a batch share the reference's outputs: a directory only the grader
-// reads (the expected outputs must stay out of the submissions' reach).
-std::string expected_cache(const std::string& out) {
-  const std::string dir = out + "/.expected";
+// Where the gradings of a batch share the reference's outputs (.expected) or the objects they
+// compiled (.objects: a regrade compiles only the hand-ins that changed): a directory only the
+// grader reads (the expected outputs must stay out of the submissions' reach, and another
+// hand-in's object out of theirs).
+std::string shared_cache(const std::string& out, const std::string& name) {
+  const std::string dir = out + "/" + name;
   fs::create_directories(dir);
   fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
   return dir;
@@ -94,9 +96,9 @@ std::string student_dir(const std::string& out, const HandIn& hand_in) {
 }
 
 // The command grading one hand-in: this very program, one submission, the batch's options;
-// `extra`: --expected-cache DIR and --bonus-later for a grading, --bonus-only for a bonus. The
-// class's hand-ins and results are private to the grading: hidden from its sandbox, or, where
-// they cannot be hidden and the sandbox could read them, the grading refuses.
+// `extra`: --expected-cache DIR, --object-cache DIR and --bonus-later for a grading, --bonus-only
+// for a bonus. The class's hand-ins and results are private to the grading: hidden from its
+// sandbox, or, where they cannot be hidden and the sandbox could read them, the grading refuses.
 std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
                                          const std::string& out, std::uint64_t seed, int slot,
                                          const std::vector<std::string>& extra) {
@@ -290,7 +292,8 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
                   std::size_t total, const std::string& out, std::uint64_t seed,
                   std::ostream& log) {
   Progress progress(log, total, total - to_grade.size());
-  const std::string cache = expected_cache(out);
+  const std::string expected = shared_cache(out, ".expected");
+  const std::string objects = shared_cache(out, ".objects");
   struct Running {
     const HandIn* hand_in;
     int slot;
@@ -310,7 +313,7 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
       const int slot = free_slots.back();
       free_slots.pop_back();
       // A task of a job array has CPUs of its own: it times its bonus itself.
-      std::vector<std::string> extra = {"--expected-cache", cache};
+      std::vector<std::string> extra = {"--expected-cache", expected, "--object-cache", objects};
       if (!options.task) extra.push_back("--bonus-later");
       const pid_t pid =
           start(grading_command(options, hand_in, out, seed, slot, extra), dir + "/output.txt",

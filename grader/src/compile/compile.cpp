@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "compile/object_cache.hpp"
 #include "files.hpp"
 #include "text.hpp"
 
@@ -191,8 +192,12 @@ std::vector<std::string> compile_command(const Toolchain& toolchain, const std::
     if (dir == toolchain.dtk_include_dir || dir == "/usr/include") continue;
     argv.insert(argv.end(), {"-isystem", dir});
   }
-  argv.insert(argv.end(), {"-fdiagnostics-color=never", "-fmax-errors=10", "-MD", "-MF",
-                           object + ".d", "-S", source, "-o", object + ".s"});
+  // __FILE__ as the student's path ("model/func_impl.cpp"), not this grading's scratch: an
+  // assert's message reads as in the student's build, and the object is the same in every
+  // grading (the object cache keeps it).
+  argv.insert(argv.end(),
+              {"-ffile-prefix-map=" + read_only + "/src/=", "-fdiagnostics-color=never",
+               "-fmax-errors=10", "-MD", "-MF", object + ".d", "-S", source, "-o", object + ".s"});
   return argv;
 }
 
@@ -205,10 +210,11 @@ struct BuildPlace {
   const std::vector<std::string>& hidden;
   const Timeouts& timeouts;
   const BuildLimits& limits;
+  const ObjectCache& cache;
 
   BuildPlace(const Toolchain& toolchain, const Sandbox& sandbox, const std::string& scratch,
              const std::vector<std::string>& hidden, const Timeouts& timeouts,
-             const BuildLimits& limits)
+             const BuildLimits& limits, const ObjectCache& cache)
       : toolchain(toolchain),
         sandbox(sandbox),
         scratch(scratch),
@@ -219,7 +225,8 @@ struct BuildPlace {
         build_dir(scratch + "/build/"),
         hidden(hidden),
         timeouts(timeouts),
-        limits(limits) {}
+        limits(limits),
+        cache(cache) {}
 
   // A tool of the build (compiler, assembler, linker), in the sandbox.
   Outcome tool(std::vector<std::string> argv) const {
@@ -298,14 +305,35 @@ std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
   return assembled.ok() ? "" : "the assembler failed: " + first_errors(assembled.output, src_dir);
 }
 
+// A staged source's object from the cache, placed where the sandbox reads it; false if not kept.
+bool reuse_object(const BuildPlace& place, FileBuild& entry) {
+  std::string object;
+  if (!place.cache.load(entry.file, read_source(place.src_dir + entry.file), object)) return false;
+  entry.object = place.objects_dir + flat_name(entry.file) + ".cached.o";
+  write_file(entry.object, object);
+  chmod(entry.object.c_str(), 0644);  // whatever the umask: the sandbox's linker reads it
+  return true;
+}
+
+// Keeps a file's freshly compiled object. It was written in the sandbox: read as untrusted.
+void keep_object(const BuildPlace& place, const FileBuild& entry) {
+  std::string object, problem;
+  if (!place.cache.enabled() ||
+      !read_regular_file(entry.object, kMaxLibraryBytes, object, problem)) {
+    return;
+  }
+  place.cache.save(entry.file, read_source(place.src_dir + entry.file), object);
+}
+
 // Compiles the staged sources side by side, at most limits.compilers_at_once at a time: on two
 // cores, three jobs finish sooner than two jobs and then a third, but each compiler may take
 // limits.compiler_address_space_mb, and the sum must stay bounded. A file that cannot be used
-// fails.
+// fails. A source compiled before (the object cache) is not compiled again.
 void compile_files(const BuildPlace& place, StudentBuild& build) {
   std::vector<FileBuild*> to_compile;
   for (FileBuild& entry : build.files) {
-    if (entry.status == FileBuild::Status::compiled) to_compile.push_back(&entry);
+    if (entry.status == FileBuild::Status::compiled && !reuse_object(place, entry))
+      to_compile.push_back(&entry);
   }
   std::atomic<std::size_t> next{0};
   auto compiler = [&] {
@@ -316,7 +344,11 @@ void compile_files(const BuildPlace& place, StudentBuild& build) {
       } catch (const std::exception& error) {  // no process could be started
         entry.message = std::string("dtk-grade could not run the compiler: ") + error.what();
       }
-      if (!entry.message.empty()) entry.status = FileBuild::Status::failed;
+      if (entry.message.empty()) {
+        keep_object(place, entry);
+      } else {
+        entry.status = FileBuild::Status::failed;
+      }
     }
   };
   std::vector<std::thread> compilers;
@@ -386,12 +418,30 @@ void link_submission(const BuildPlace& place, StudentBuild& build,
 
 }  // namespace
 
+ObjectCache object_cache(const Toolchain& toolchain, const std::string& dir) {
+  if (dir.empty()) return {};
+  // The compile command's pieces, then what it reads besides the source. dtk-grade's own build
+  // stands for how it puts the command together; the package database, for the system's
+  // headers (any package installed or upgraded changes it).
+  std::string compiler;
+  for (const auto* list : {&toolchain.flags, &toolchain.defines, &toolchain.include_dirs,
+                           &toolchain.optimized_files, &toolchain.optimized_flags}) {
+    for (const std::string& item : *list) compiler += item + "\n";
+    compiler += "--\n";
+  }
+  compiler += files_identity({toolchain.compiler, toolchain.pch, toolchain.pch + ".gch",
+                              toolchain.dtk_include_dir,
+                              fs::read_symlink("/proc/self/exe").string(), "/var/lib/dpkg/status"});
+  return ObjectCache(dir, compiler);
+}
+
 StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
                               const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
-                              const Timeouts& timeouts, const BuildLimits& limits) {
-  const BuildPlace place(toolchain, sandbox, scratch, hidden, timeouts, limits);
+                              const Timeouts& timeouts, const BuildLimits& limits,
+                              const ObjectCache& cache) {
+  const BuildPlace place(toolchain, sandbox, scratch, hidden, timeouts, limits, cache);
   StudentBuild build = stage(place, graded, submission);
   compile_files(place, build);
   link_submission(place, build, provided);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/object_cache.hpp"
 #include "compile/submission.hpp"
 #include "compile/toolchain.hpp"
 #include "limits.hpp"
@@ -37,12 +38,17 @@ struct StudentBuild {
 // sandbox user); what the sandbox reads but must not change (the student's sources, headers, the
 // precompiled header, prebuilt objects, the runner and the library) goes to <scratch>/read-only,
 // readable by it even when the kit is not. `provided` (weak objects of parts not assigned) are
-// linked after the student files, filling what they lack. Throws std::runtime_error only when
-// even the starter's objects cannot be linked (a broken kit).
+// linked after the student files, filling what they lack; a source `cache` keeps is not compiled
+// again, and one compiled here is kept. Throws std::runtime_error only when even the starter's
+// objects cannot be linked (a broken kit).
 StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,
                               const std::vector<std::string>& provided,
                               const Submission& submission, const Sandbox& sandbox,
                               const std::string& scratch, const std::vector<std::string>& hidden,
-                              const Timeouts& timeouts, const BuildLimits& limits);
+                              const Timeouts& timeouts, const BuildLimits& limits,
+                              const ObjectCache& cache);
+
+// The cache of objects compiled by `toolchain` under `dir` (none when `dir` is empty).
+ObjectCache object_cache(const Toolchain& toolchain, const std::string& dir);
 
 }  // namespace dtk::grade

@@ -1,0 +1,53 @@
+// Compiled student files, kept for gradings that compile the same source again: a batch graded a
+// second time (a regrade after a fix to a test), or the grader's self-tests run again. Compiling
+// one student file is most of what grading one part costs (xtensor's templates: about 3 s of a
+// 6 s grading), and the same source, compiled the same way, gives the same object.
+//
+// An entry is kept only for a file that compiled and passed the checks of its includes and its
+// assembly, and is found again only for the same file name, the same source bytes and the same
+// compiler: the compile command (its paths left out) and what it reads besides the source (the
+// compiler, the precompiled header, every provided header, and the system's installed packages)
+// by size and modification time. The cache lives in a directory only the grader can read, one
+// file per entry; a lookup compares the whole key, never a hash alone. Beyond a bound on its
+// size, the entries used longest ago go.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtk::grade {
+
+class ObjectCache {
+ public:
+  // No directory: nothing is kept or found.
+  ObjectCache() = default;
+  // What the entries may take by default: the self-tests' take about 200 MB (an object compiled
+  // at -O0 is 1-2 MB, xtensor's templates), a batch's a few MB per hand-in.
+  static constexpr std::uintmax_t kDefaultMaxBytes = std::uintmax_t{4} << 30;
+
+  // Entries under `dir` (made, mode 0700, if missing) for objects compiled as `compiler` says.
+  ObjectCache(std::string dir, std::string compiler, std::uintmax_t max_bytes = kDefaultMaxBytes);
+
+  bool enabled() const { return !dir_.empty(); }
+  // The object of `file` (a student path) compiled from `source`, if kept.
+  bool load(const std::string& file, const std::string& source, std::string& object) const;
+  // Keeps it (written to a temporary file, then renamed: a grading that loads at the same time
+  // sees the whole entry or none), then evicts the entries used longest ago while the cache
+  // takes more than its bound.
+  void save(const std::string& file, const std::string& source, const std::string& object) const;
+
+ private:
+  std::string key(const std::string& file, const std::string& source) const;
+  std::string entry_path(const std::string& key) const;
+
+  std::string dir_, compiler_;
+  std::uintmax_t max_bytes_ = kDefaultMaxBytes;
+};
+
+// One line "path size mtime" for each of `paths`, and for every regular file below those that
+// are directories (in name order): what tells a changed file from one left alone. A missing
+// path says so.
+std::string files_identity(const std::vector<std::string>& paths);
+
+}  // namespace dtk::grade
