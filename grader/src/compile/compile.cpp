@@ -420,18 +420,15 @@ void link_submission(const BuildPlace& place, StudentBuild& build,
 
 ObjectCache object_cache(const Toolchain& toolchain, const std::string& dir) {
   if (dir.empty()) return {};
-  // The compile command's pieces, then what it reads besides the source. dtk-grade's own build
-  // stands for how it puts the command together; the package database, for the system's
-  // headers (any package installed or upgraded changes it).
+  // The command as this dtk-grade puts it together, its paths left out ("@"), with the files
+  // compiled optimized; then the content of what it reads besides the source.
   std::string compiler;
-  for (const auto* list : {&toolchain.flags, &toolchain.defines, &toolchain.include_dirs,
-                           &toolchain.optimized_files, &toolchain.optimized_flags}) {
-    for (const std::string& item : *list) compiler += item + "\n";
-    compiler += "--\n";
+  for (const std::string& arg : compile_command(toolchain, "@", "@", "@", "@")) {
+    compiler += arg + "\n";
   }
-  compiler += files_identity({toolchain.compiler, toolchain.pch, toolchain.pch + ".gch",
-                              toolchain.dtk_include_dir,
-                              fs::read_symlink("/proc/self/exe").string(), "/var/lib/dpkg/status"});
+  for (const std::string& file : toolchain.optimized_files) compiler += "optimized " + file + "\n";
+  compiler += contents_identity(
+      {toolchain.compiler, toolchain.pch, toolchain.dtk_include_dir, "/var/lib/dpkg/status"});
   return ObjectCache(dir, compiler);
 }
 

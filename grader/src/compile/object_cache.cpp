@@ -18,13 +18,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An entry's file name: FNV-1a of its key. Two keys may share a name; the key kept inside the
+std::uint64_t fnv1a(const std::string& bytes) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+// An entry's file name: a hash of its key. Two keys may share a name; the key kept inside the
 // entry decides.
 std::string name_of(const std::string& key) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const unsigned char c : key) hash = (hash ^ c) * 1099511628211ull;
   char name[32];
-  std::snprintf(name, sizeof name, "%016" PRIx64 ".o", hash);
+  std::snprintf(name, sizeof name, "%016" PRIx64 ".o", fnv1a(key));
   return name;
 }
 
@@ -46,11 +50,14 @@ void evict(const std::string& dir, std::uintmax_t max_bytes) {
   }
 }
 
-std::string identity_line(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return path + " missing\n";
-  return path + " " + std::to_string(info.st_size) + " " + std::to_string(info.st_mtim.tv_sec) +
-         "." + std::to_string(info.st_mtim.tv_nsec) + "\n";
+// "name size hash" of a file's content.
+std::string content_line(const std::string& name, const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return name + " missing\n";
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016" PRIx64, fnv1a(bytes));
+  return name + " " + std::to_string(bytes.size()) + " " + hash + "\n";
 }
 
 }  // namespace
@@ -104,18 +111,22 @@ void ObjectCache::save(const std::string& file, const std::string& source,
   evict(dir_, max_bytes_);
 }
 
-std::string files_identity(const std::vector<std::string>& paths) {
+std::string contents_identity(const std::vector<std::string>& paths) {
   std::string identity;
   for (const std::string& path : paths) {
-    identity += identity_line(path);
     std::error_code error;
-    if (!fs::is_directory(path, error)) continue;
+    if (!fs::is_directory(path, error)) {
+      identity += content_line(fs::path(path).filename().string(), path);
+      continue;
+    }
     std::vector<std::string> below;
     for (const auto& entry : fs::recursive_directory_iterator(path, error)) {
-      if (entry.is_regular_file(error)) below.push_back(entry.path().string());
+      if (entry.is_regular_file(error))
+        below.push_back(fs::relative(entry.path(), path, error).string());
     }
     std::sort(below.begin(), below.end());
-    for (const std::string& file : below) identity += identity_line(file);
+    identity += fs::path(path).filename().string() + "/\n";
+    for (const std::string& file : below) identity += content_line(file, path + "/" + file);
   }
   return identity;
 }

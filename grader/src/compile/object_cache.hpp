@@ -5,11 +5,12 @@
 //
 // An entry is kept only for a file that compiled and passed the checks of its includes and its
 // assembly, and is found again only for the same file name, the same source bytes and the same
-// compiler: the compile command (its paths left out) and what it reads besides the source (the
-// compiler, the precompiled header, every provided header, and the system's installed packages)
-// by size and modification time. The cache lives in a directory only the grader can read, one
-// file per entry; a lookup compares the whole key, never a hash alone. Beyond a bound on its
-// size, the entries used longest ago go.
+// compiler: the compile command (its paths left out) and the content of what it reads besides
+// the source (the compiler, the precompiled header's text, every provided header, and the
+// system's package database, which any package installed or upgraded changes). So another
+// checkout of the same kit finds the objects this one kept. The cache lives in a directory only
+// the grader can read, one file per entry; a lookup compares the whole key, never a hash alone.
+// Beyond a bound on its size, the entries used longest ago go.
 #pragma once
 
 #include <cstdint>
@@ -45,9 +46,9 @@ class ObjectCache {
   std::uintmax_t max_bytes_ = kDefaultMaxBytes;
 };
 
-// One line "path size mtime" for each of `paths`, and for every regular file below those that
-// are directories (in name order): what tells a changed file from one left alone. A missing
-// path says so.
-std::string files_identity(const std::vector<std::string>& paths);
+// One line "name size hash" for each of `paths` that is a file (its name without the
+// directories), and for every regular file below each that is a directory (names relative to
+// it, in order): the content, wherever the tree lies. A missing file says so.
+std::string contents_identity(const std::vector<std::string>& paths);
 
 }  // namespace dtk::grade

@@ -1,10 +1,8 @@
 // The compiled objects a grading keeps for the next (object_cache.hpp): found again only for the
 // same file, source and compiler, never through a hash alone, never half-written; and the
-// compiler's identity changes when a file it reads does.
+// compiler's identity changes when the content of a file it reads does.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -127,29 +125,32 @@ TEST_CASE("no directory: nothing is kept or found", "[object_cache]") {
   CHECK_FALSE(none.load("a.cpp", "one", found));
 }
 
-TEST_CASE("the identity of a compiler's files changes with any file below a directory",
+TEST_CASE("the identity of a compiler's files follows their content, wherever they lie",
           "[object_cache]") {
   ScratchDir dir;
-  fs::create_directories(dir.path + "/include/dtk");
-  std::ofstream(dir.path + "/include/dtk/a.hpp") << "int a();";
-  std::ofstream(dir.path + "/compiler") << "binary";
-  const std::vector<std::string> read = {dir.path + "/compiler", dir.path + "/include"};
-  const std::string before = files_identity(read);
-  CHECK(before.find(dir.path + "/include/dtk/a.hpp 8 ") != std::string::npos);
-  CHECK(files_identity(read) == before);
+  for (const char* checkout : {"/one", "/two"}) {
+    fs::create_directories(dir.path + checkout + "/include/dtk");
+    std::ofstream(dir.path + checkout + "/include/dtk/a.hpp") << "int a();";
+    std::ofstream(dir.path + checkout + "/compiler") << "binary";
+  }
+  const auto identity = [&](const std::string& checkout) {
+    return contents_identity({dir.path + checkout + "/compiler", dir.path + checkout + "/include"});
+  };
+  const std::string before = identity("/one");
+  CHECK(before.find("compiler 6 ") == 0);
+  CHECK(before.find("\ndtk/a.hpp 8 ") != std::string::npos);
+  CHECK(identity("/two") == before);  // another checkout of the same files
 
   SECTION("a header rewritten with the same size") {
-    const timespec later[2] = {{0, UTIME_OMIT}, {1, 0}};
-    std::ofstream(dir.path + "/include/dtk/a.hpp") << "int b();";
-    utimensat(AT_FDCWD, (dir.path + "/include/dtk/a.hpp").c_str(), later, 0);
-    CHECK(files_identity(read) != before);
+    std::ofstream(dir.path + "/one/include/dtk/a.hpp") << "int b();";
+    CHECK(identity("/one") != before);
   }
   SECTION("a header added") {
-    std::ofstream(dir.path + "/include/dtk/b.hpp") << "";
-    CHECK(files_identity(read) != before);
+    std::ofstream(dir.path + "/one/include/dtk/b.hpp") << "";
+    CHECK(identity("/one") != before);
   }
   SECTION("the compiler gone") {
-    fs::remove(dir.path + "/compiler");
-    CHECK(files_identity(read).find(dir.path + "/compiler missing") != std::string::npos);
+    fs::remove(dir.path + "/one/compiler");
+    CHECK(identity("/one").find("compiler missing\n") == 0);
   }
 }
