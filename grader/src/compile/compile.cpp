@@ -240,9 +240,8 @@ struct BuildPlace {
   }
 };
 
-// The directories, the headers the sandbox compiles against, and each `graded` file's fate: a
-// source to compile (written to src/), a prebuilt object (unchanged from the starter or the
-// reference), or missing.
+// The directories and each `graded` file's fate: a source to compile (written to src/), a
+// prebuilt object (unchanged from the starter or the reference), or missing.
 StudentBuild stage(const BuildPlace& place, const std::vector<std::string>& graded,
                    const Submission& submission) {
   const Toolchain& toolchain = place.toolchain;
@@ -251,8 +250,6 @@ StudentBuild stage(const BuildPlace& place, const std::vector<std::string>& grad
     chmod(dir.c_str(), 0755);
   }
   place.sandbox.make_directory(place.build_dir);
-  install_readable(toolchain.dtk_include_dir, place.read_only + "/include");
-  if (!toolchain.pch.empty()) share_pch(toolchain.pch, place.read_only + "/pch");
 
   StudentBuild build;
   for (const std::string& file : graded) {
@@ -335,6 +332,11 @@ void compile_files(const BuildPlace& place, StudentBuild& build) {
     if (entry.status == FileBuild::Status::compiled && !reuse_object(place, entry))
       to_compile.push_back(&entry);
   }
+  if (to_compile.empty()) return;
+  // The headers the sandbox compiles against, copied only when something compiles (the
+  // precompiled one takes tens of megabytes).
+  install_readable(place.toolchain.dtk_include_dir, place.read_only + "/include");
+  if (!place.toolchain.pch.empty()) share_pch(place.toolchain.pch, place.read_only + "/pch");
   std::atomic<std::size_t> next{0};
   auto compiler = [&] {
     for (std::size_t k; (k = next++) < to_compile.size();) {
