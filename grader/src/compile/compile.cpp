@@ -312,14 +312,22 @@ bool reuse_object(const BuildPlace& place, FileBuild& entry) {
   return true;
 }
 
-// Keeps a file's freshly compiled object. It was written in the sandbox: read as untrusted.
+// Keeps a file's freshly compiled object, with the provided headers its compile read (its -MD
+// list). Both were written in the sandbox: read as untrusted.
 void keep_object(const BuildPlace& place, const FileBuild& entry) {
-  std::string object, problem;
+  std::string object, deps, problem;
   if (!place.cache.enabled() ||
-      !read_regular_file(entry.object, kMaxLibraryBytes, object, problem)) {
+      !read_regular_file(entry.object, kMaxLibraryBytes, object, problem) ||
+      !read_regular_file(entry.object + ".d", kMaxDependencyBytes, deps, problem)) {
     return;
   }
-  place.cache.save(entry.file, read_source(place.src_dir + entry.file), object);
+  const std::string headers_dir = fs::weakly_canonical(place.read_only + "/include").string() + "/";
+  std::vector<std::string> headers;
+  for (const std::string& dep : dependencies(deps)) {
+    const std::string path = fs::weakly_canonical(dep).string();
+    if (path.rfind(headers_dir, 0) == 0) headers.push_back(path.substr(headers_dir.size()));
+  }
+  place.cache.save(entry.file, read_source(place.src_dir + entry.file), headers, object);
 }
 
 // Compiles the staged sources side by side, at most limits.compilers_at_once at a time: on two
@@ -423,15 +431,15 @@ void link_submission(const BuildPlace& place, StudentBuild& build,
 ObjectCache object_cache(const Toolchain& toolchain, const std::string& dir) {
   if (dir.empty()) return {};
   // The command as this dtk-grade puts it together, its paths left out ("@"), with the files
-  // compiled optimized; then the content of what it reads besides the source.
+  // compiled optimized; then the content of what it reads besides the source and the provided
+  // headers (the cache checks those it read itself).
   std::string compiler;
   for (const std::string& arg : compile_command(toolchain, "@", "@", "@", "@")) {
     compiler += arg + "\n";
   }
   for (const std::string& file : toolchain.optimized_files) compiler += "optimized " + file + "\n";
-  compiler += contents_identity(
-      {toolchain.compiler, toolchain.pch, toolchain.dtk_include_dir, "/var/lib/dpkg/status"});
-  return ObjectCache(dir, compiler);
+  compiler += contents_identity({toolchain.compiler, toolchain.pch, "/var/lib/dpkg/status"});
+  return ObjectCache(dir, compiler, toolchain.dtk_include_dir);
 }
 
 StudentBuild build_submission(const Toolchain& toolchain, const std::vector<std::string>& graded,

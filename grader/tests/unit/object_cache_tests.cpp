@@ -1,6 +1,6 @@
 // The compiled objects a grading keeps for the next (object_cache.hpp): found again only for the
-// same file, source and compiler, never through a hash alone, never half-written; and the
-// compiler's identity changes when the content of a file it reads does.
+// same file, source and compiler and unchanged headers it read, never through a hash alone, never
+// half-written; and the compiler's identity changes when the content of a file it reads does.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -37,31 +37,55 @@ std::string only_entry(const std::string& dir) {
 TEST_CASE("an object kept is found again for the same file, source and compiler",
           "[object_cache]") {
   ScratchDir dir;
+  fs::create_directories(dir.path + "/include");
+  const std::string objects = dir.path + "/objects", headers = dir.path + "/include";
   const std::string object(
       "\x7f"
       "ELF\0object bytes",
       17);
-  ObjectCache(dir.path + "/objects", "g++ -O0").save("zero/zero.cpp", "int f();", object);
-  CHECK((fs::status(dir.path + "/objects").permissions() & fs::perms::all) == fs::perms::owner_all);
+  ObjectCache(objects, "g++ -O0", headers).save("zero/zero.cpp", "int f();", {}, object);
+  CHECK((fs::status(objects).permissions() & fs::perms::all) == fs::perms::owner_all);
 
   std::string found;
-  REQUIRE(ObjectCache(dir.path + "/objects", "g++ -O0").load("zero/zero.cpp", "int f();", found));
+  REQUIRE(ObjectCache(objects, "g++ -O0", headers).load("zero/zero.cpp", "int f();", found));
   CHECK(found == object);
   // Anything else in the key: not found.
+  CHECK_FALSE(ObjectCache(objects, "g++ -O2", headers).load("zero/zero.cpp", "int f();", found));
   CHECK_FALSE(
-      ObjectCache(dir.path + "/objects", "g++ -O2").load("zero/zero.cpp", "int f();", found));
-  CHECK_FALSE(ObjectCache(dir.path + "/objects", "g++ -O0")
-                  .load("pipeline/pipeline.cpp", "int f();", found));
-  CHECK_FALSE(
-      ObjectCache(dir.path + "/objects", "g++ -O0").load("zero/zero.cpp", "int f(); ", found));
+      ObjectCache(objects, "g++ -O0", headers).load("pipeline/pipeline.cpp", "int f();", found));
+  CHECK_FALSE(ObjectCache(objects, "g++ -O0", headers).load("zero/zero.cpp", "int f(); ", found));
+}
+
+TEST_CASE("a header the compile read changes: not found; one it did not read: found",
+          "[object_cache]") {
+  ScratchDir dir;
+  const std::string headers = dir.path + "/include";
+  fs::create_directories(headers + "/dtk/gpt");
+  std::ofstream(headers + "/dtk/zero.hpp") << "int f();";
+  std::ofstream(headers + "/dtk/gpt/block.hpp") << "struct Block;";
+  ObjectCache(dir.path, "g++", headers)
+      .save("zero/zero.cpp", "#include ...", {"dtk/zero.hpp"}, "OBJECT");
+  std::string found;
+  SECTION("another header's content") {
+    std::ofstream(headers + "/dtk/gpt/block.hpp") << "struct Block { int layers; };";
+    CHECK(ObjectCache(dir.path, "g++", headers).load("zero/zero.cpp", "#include ...", found));
+  }
+  SECTION("the header it read, rewritten with the same size") {
+    std::ofstream(headers + "/dtk/zero.hpp") << "int g();";
+    CHECK_FALSE(ObjectCache(dir.path, "g++", headers).load("zero/zero.cpp", "#include ...", found));
+  }
+  SECTION("a header added (an #include or __has_include may now find it)") {
+    std::ofstream(headers + "/dtk/overlap.hpp") << "";
+    CHECK_FALSE(ObjectCache(dir.path, "g++", headers).load("zero/zero.cpp", "#include ...", found));
+  }
 }
 
 TEST_CASE("an entry found under another key's name, cut short or empty is not used",
           "[object_cache]") {
   ScratchDir dir;
-  const ObjectCache cache(dir.path, "g++");
-  cache.save("a.cpp", "one", "OBJECT");
-  const std::string entry = only_entry(dir.path);
+  const ObjectCache cache(dir.path + "/objects", "g++", dir.path);
+  cache.save("a.cpp", "one", {}, "OBJECT");
+  const std::string entry = only_entry(dir.path + "/objects");
   std::string text;
   {
     std::ifstream file(entry, std::ios::binary);
@@ -77,7 +101,7 @@ TEST_CASE("an entry found under another key's name, cut short or empty is not us
     CHECK_FALSE(cache.load("a.cpp", "one", found));
   }
   SECTION("cut inside the key") {
-    std::ofstream(entry, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() - 8);
+    std::ofstream(entry, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() - 10);
     CHECK_FALSE(cache.load("a.cpp", "one", found));
   }
   SECTION("the key without an object") {
@@ -92,25 +116,26 @@ TEST_CASE("an entry found under another key's name, cut short or empty is not us
 
 TEST_CASE("beyond its bound, the entries used longest ago go", "[object_cache]") {
   ScratchDir dir;
-  // Each entry takes 24 bytes: the bound holds two.
-  const ObjectCache cache(dir.path, "g++", 70);
+  fs::create_directories(dir.path + "/objects");
+  // Each entry takes 36 bytes: the bound holds two.
+  const ObjectCache cache(dir.path + "/objects", "g++", dir.path + "/include", 80);
   const auto age = [&](const std::string& source, int seconds) {
     std::string found;
     REQUIRE(cache.load("a.cpp", source, found));  // found, and so used now
-    for (const auto& entry : fs::directory_iterator(dir.path)) {
+    for (const auto& entry : fs::directory_iterator(dir.path + "/objects")) {
       std::ifstream file(entry.path(), std::ios::binary);
       const std::string content((std::istreambuf_iterator<char>(file)), {});
-      if (content.find(source + "OBJ") != std::string::npos) {
+      if (content.find(source + "0\nOBJ") != std::string::npos) {
         fs::last_write_time(entry.path(),
                             fs::last_write_time(entry.path()) - std::chrono::seconds(seconds));
       }
     }
   };
-  cache.save("a.cpp", "one", "OBJ1");
-  cache.save("a.cpp", "two", "OBJ2");
+  cache.save("a.cpp", "one", {}, "OBJ1");
+  cache.save("a.cpp", "two", {}, "OBJ2");
   age("one", 100);
   age("two", 200);  // "two" used longest ago
-  cache.save("a.cpp", "six", "OBJ6");
+  cache.save("a.cpp", "six", {}, "OBJ6");
   std::string found;
   CHECK(cache.load("a.cpp", "one", found));
   CHECK_FALSE(cache.load("a.cpp", "two", found));
@@ -120,7 +145,7 @@ TEST_CASE("beyond its bound, the entries used longest ago go", "[object_cache]")
 TEST_CASE("no directory: nothing is kept or found", "[object_cache]") {
   const ObjectCache none;
   CHECK_FALSE(none.enabled());
-  none.save("a.cpp", "one", "OBJECT");
+  none.save("a.cpp", "one", {}, "OBJECT");
   std::string found;
   CHECK_FALSE(none.load("a.cpp", "one", found));
 }
@@ -129,24 +154,20 @@ TEST_CASE("the identity of a compiler's files follows their content, wherever th
           "[object_cache]") {
   ScratchDir dir;
   for (const char* checkout : {"/one", "/two"}) {
-    fs::create_directories(dir.path + checkout + "/include/dtk");
-    std::ofstream(dir.path + checkout + "/include/dtk/a.hpp") << "int a();";
+    fs::create_directories(dir.path + checkout);
     std::ofstream(dir.path + checkout + "/compiler") << "binary";
+    std::ofstream(dir.path + checkout + "/pch.hpp") << "#include <mpi.h>";
   }
   const auto identity = [&](const std::string& checkout) {
-    return contents_identity({dir.path + checkout + "/compiler", dir.path + checkout + "/include"});
+    return contents_identity({dir.path + checkout + "/compiler", dir.path + checkout + "/pch.hpp"});
   };
   const std::string before = identity("/one");
   CHECK(before.find("compiler 6 ") == 0);
-  CHECK(before.find("\ndtk/a.hpp 8 ") != std::string::npos);
+  CHECK(before.find("\npch.hpp 16 ") != std::string::npos);
   CHECK(identity("/two") == before);  // another checkout of the same files
 
-  SECTION("a header rewritten with the same size") {
-    std::ofstream(dir.path + "/one/include/dtk/a.hpp") << "int b();";
-    CHECK(identity("/one") != before);
-  }
-  SECTION("a header added") {
-    std::ofstream(dir.path + "/one/include/dtk/b.hpp") << "";
+  SECTION("a file rewritten with the same size") {
+    std::ofstream(dir.path + "/one/pch.hpp") << "#include <mpi.x>";
     CHECK(identity("/one") != before);
   }
   SECTION("the compiler gone") {
