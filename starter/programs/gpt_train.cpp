@@ -9,16 +9,20 @@
 //   mpirun -n 4 ./gpt_train --cp 4 --zigzag     ring attention over 4 ranks (Part 11)
 //   mpirun -n 4 ./gpt_train --dp 4 --ep 2 --experts 4   experts over pairs of ranks (Part 12)
 //   mpirun -n 4 ./gpt_train --pp 2 --dp 2 --microbatches 4   a pipeline of 2 stages (Part 8)
+//   mpirun -n 4 ./gpt_train --plan plan.json    the layout of a plan (plan_training --json)
 //
 // Ranks = tp × cp × dp × pp. --help lists every flag. The layouts of Parts 8 and 10-12 call the
 // students' functions (gpt_train_parallelism.cpp, gpt_train_pipeline.cpp).
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include <dtk/gpt/corpus.hpp>
+#include <dtk/planning/plan_json.hpp>
 #include <dtk/training/cores.hpp>
 
 #include "gpt_train.hpp"
@@ -57,6 +61,12 @@ std::string help_text() {
        << "                     the model cut into pp x V chunks, chunk c on stage c % pp;\n"
        << "                     M a multiple of pp) (default 1f1b)\n"
        << "  --virtual V        with interleaved: model chunks per stage (default 2)\n"
+       << "  --plan FILE        the layout of a TrainingPlan as JSON (plan_training --json\n"
+       << "                     writes one): its tp, cp, dp, pp, ep, microbatches,\n"
+       << "                     sequence_parallel and schedule; the flags beside it override\n"
+       << "                     them (and --sp turns sequence parallelism on); a plan with\n"
+       << "                     zero_stage above 0 or recompute is refused (gpt_train has\n"
+       << "                     neither)\n"
        << "  --bucket_mb X      the data-parallel gradient sum in buckets of X MB, started during\n"
        << "                     the backward (Part 15; not with --pp, --microbatches, --sp or\n"
        << "                     --experts) (default 0: one sum after the backward)\n"
@@ -99,6 +109,36 @@ std::string help_text() {
   return text.str();
 }
 
+// The layout of a plan (--plan FILE: a TrainingPlan as JSON, plan_json's), into `t` and
+// `microbatches`. Each problem is one line naming the file and the field.
+void apply_plan(const std::string& path, gpt::GptTrainOptions& t,
+                std::optional<int>& microbatches) {
+  std::ifstream file(path);
+  std::stringstream text;
+  if (!file || !(text << file.rdbuf())) throw UsageError("--plan: cannot read \"" + path + "\"");
+  TrainingPlan plan;
+  try {
+    plan = plan_from_json(text.str());
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("--plan " + path + ": " + error.what());
+  }
+  if (plan.zero_stage != 0) {
+    throw UsageError("--plan " + path + ": zero_stage " + std::to_string(plan.zero_stage) +
+                     ": gpt_train does not shard the model states (ZeRO); run the plan with "
+                     "zero_stage 0");
+  }
+  if (plan.recompute) {
+    throw UsageError("--plan " + path +
+                     ": recompute: gpt_train keeps every activation for the backward; run the "
+                     "plan with recompute false");
+  }
+  t.tp = plan.tp, t.cp = plan.cp, t.dp = plan.dp, t.pp = plan.pp, t.ep = plan.ep;
+  t.sequence_parallel = plan.sequence_parallel;
+  t.schedule =
+      plan.schedule == "gpipe" ? gpt::PipelineSchedule::GPipe : gpt::PipelineSchedule::OneFOneB;
+  microbatches = plan.microbatches;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   gpt::GptTrainOptions& t = o.train;
@@ -106,6 +146,10 @@ Options parse(int argc, char** argv) {
   std::optional<double> lr;           // --lr; each optimizer has its own default
   std::optional<int> microbatches;    // --microbatches; default --pp
   std::optional<int> virtual_stages;  // --virtual; default 2 interleaved, else 1
+  // A plan first, wherever it stands: the flags beside it override its fields.
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--plan") apply_plan(argv[i + 1], t, microbatches);
+  }
   const auto positive = [](const std::string& f, const std::string& v) {
     return static_cast<int>(parse_positive(f, v));
   };
@@ -126,6 +170,7 @@ Options parse(int argc, char** argv) {
               {"interleaved", gpt::PipelineSchedule::Interleaved}});
        }},
       {"--virtual", [&](auto& f, auto& v) { virtual_stages = positive(f, v); }},
+      {"--plan", [](auto&, auto&) {}},  // applied first
       {"--bucket_mb",
        [&](auto& f, auto& v) { t.bucket_mb = parse_positive_number(f, v, /*allow_zero=*/true); }},
       {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},

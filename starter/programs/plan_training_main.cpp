@@ -8,11 +8,14 @@
 //   ... --plans plans.txt
 // simulates every plan of a file (one per line, as plan_text writes them: "tp=8 cp=1 pp=2 dp=4
 // ep=1 microbatches=32 zero=1 sp 1f1b", fields left out take TrainingPlan's defaults, dp the
-// GPUs left) and prints one CSV row per plan, for scripts (its columns: kCsvColumns).
+// GPUs left) and prints one CSV row per plan, for scripts (its columns: kCsvColumns); and
+//   ... --json plan.json
+// also writes the plan simulated as JSON (plan_json), for gpt_train --plan plan.json to run.
 //
 // Exit status: 0 on success; 2 for a bad command line, config or plan file (one line on stderr
 // names the problem); 1 if plan_training is not implemented yet.
 #include <dtk/dtk.hpp>
+#include <dtk/planning/plan_json.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -43,6 +46,8 @@ constexpr const char* kUsage =
     "own (each flag defaults to TrainingPlan's value; --dp to the GPUs left):\n"
     "  --tp N --cp N --pp N --dp N --ep N --microbatches M --zero Z (0 to 3) --sp --recompute\n"
     "  --schedule 1f1b|gpipe\n"
+    "  --json FILE      also write the plan simulated to FILE as JSON, for gpt_train --plan\n"
+    "                   FILE to run (on this machine, a core stands for a GPU)\n"
     "  --plans FILE     simulate every plan in FILE (one per line, e.g. \"tp=8 pp=2\n"
     "                   microbatches=32 zero=1 sp 1f1b\": the fields left out take\n"
     "                   TrainingPlan's defaults, dp the GPUs left; blank lines and lines\n"
@@ -68,7 +73,7 @@ constexpr std::pair<const char*, const char*> kCsvColumns[] = {
 
 struct Options {
   bool help = false;
-  std::string model, cluster, plans;
+  std::string model, cluster, plans, json;
   double tokens = 0;
   long seq = 0;
   std::string plan;  // the plan's flags as a line of a plans file ("tp=8 sp"), "" if none
@@ -96,6 +101,8 @@ Options parse_arguments(int argc, char** argv) {
         o.cluster = value;
       } else if (flag == "--plans") {
         o.plans = value;
+      } else if (flag == "--json") {
+        o.json = value;
       } else if (flag == "--tokens") {
         o.tokens = parse_positive_number(flag, value);
       } else if (flag == "--seq") {
@@ -120,6 +127,8 @@ Options parse_arguments(int argc, char** argv) {
   }
   if (!o.plan.empty() && !o.plans.empty())
     throw UsageError("give a plan's flags or --plans, not both");
+  if (!o.json.empty() && !o.plans.empty())
+    throw UsageError("--json writes one plan: not with --plans");
   return o;
 }
 
@@ -273,6 +282,11 @@ int main(int argc, char** argv) {
                                        : parse_plan_line(o.plan, cluster);
     const dtk::SimulatedStep step =
         dtk::simulate_training_step(model, cluster, plan, o.tokens, seq);
+    if (!o.json.empty()) {
+      std::ofstream json(o.json);
+      if (!(json << dtk::plan_json(plan) << "\n") || !json.flush())
+        throw UsageError("--json: cannot write \"" + o.json + "\"");
+    }
     print_simulation(plan, step, model, cluster, o);
     return 0;
   } catch (const dtk::NotImplemented& error) {

@@ -36,7 +36,9 @@
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
            empty, short or non-UTF-8 corpus, a missing `bible`, an output file that cannot be
-           made; a run that diverges stops with one line and exit 1. --help exits 0.
+           made, a plan (--plan) that is not JSON or has a field gpt_train cannot run (naming
+           it); a run that diverges stops with one line and exit 1. --help exits 0. A plan runs
+           as its flags do (the same weights_l2, bit for bit), and flags beside it override it.
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
@@ -451,11 +453,56 @@ def cli():
                 os.symlink(os.path.join(directory, name), link)
     expect_error(1, [], "comes from the program `bible`, which is not installed: apt-get install "
                  "bible-kjv, or pass --corpus FILE", env=dict(os.environ, PATH=no_bible))
+    plans()
     result = run(1, ["--help"])
     if result.returncode != 0 or "--corpus FILE" not in result.stdout:
         fail("gpt_train --help exited %d or lists no --corpus" % result.returncode, result)
     else:
         print("ok: gpt_train --help")
+
+
+def plans():
+    """--plan FILE: a plan (plan_training --json's) runs as its flags do, flags beside it override
+    it, and every bad plan gets one line naming the field."""
+    def plan_file(name, text):
+        path = os.path.join(SCRATCH, name + ".json")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+    good = plan_file("plan", '{"tp": 2, "cp": 1, "pp": 1, "dp": 1, "ep": 1, "microbatches": 2, '
+                     '"zero_stage": 0, "sequence_parallel": true, "recompute": false, '
+                     '"schedule": "gpipe"}')
+    common = TINY + ["--batch_size", "4", "--steps", "3", "--dtype", "double"]
+    by_plan = report_of(2, common + ["--plan", good], "by_plan")
+    by_flags = report_of(2, common + ["--tp", "2", "--sp", "--microbatches", "2", "--schedule",
+                                      "gpipe"], "by_flags")
+    overridden = report_of(2, common + ["--plan", good, "--microbatches", "4", "--schedule", "1f1b"],
+                           "overridden")
+    if by_plan and by_flags and overridden:
+        layouts = [tuple(r["layout"][key] for key in ("tp", "dp", "sp", "microbatches", "schedule"))
+                   for r in (by_plan, by_flags, overridden)]
+        if by_plan["weights_l2"] != by_flags["weights_l2"] or layouts[0] != layouts[1]:
+            fail("--plan %s trains %s, weights_l2 %.17g; its flags %s, %.17g"
+                 % (good, layouts[0], by_plan["weights_l2"], layouts[1], by_flags["weights_l2"]))
+        elif layouts[2] != (2, 1, True, 4, "1f1b"):
+            fail("--plan with --microbatches 4 --schedule 1f1b beside it ran %s" % (layouts[2],))
+        else:
+            print("ok: --plan runs as its flags (weights_l2 %.17g), and flags beside it override it"
+                  % by_plan["weights_l2"])
+    for name, text, message in (
+            ("zero", '{"zero_stage": 2}', "zero_stage 2: gpt_train does not shard the model states"),
+            ("recompute", '{"recompute": true}', "recompute: gpt_train keeps every activation"),
+            ("count", '{"tp": 0}', 'plan field "tp" must be an integer from 1 to'),
+            ("flag", '{"sequence_parallel": 1}', 'plan field "sequence_parallel" must be true or false'),
+            ("schedule", '{"schedule": "interleaved"}', 'plan field "schedule" must be "1f1b" or "gpipe"'),
+            ("unknown", '{"tp": 2, "zero": 1}', 'the plan has an unknown field "zero"'),
+            ("array", '[2]', "the plan is not a JSON object"),
+            ("broken", '{"tp": 2,', "the plan is not valid JSON")):
+        path = plan_file(name, text)
+        expect_error(2, TINY + ["--plan", path], "gpt_train: --plan %s: %s" % (path, message))
+    expect_error(2, TINY + ["--plan", os.path.join(SCRATCH, "none.json")], "--plan: cannot read")
+    expect_error(2, TINY + ["--plan", plan_file("four", '{"tp": 2, "pp": 2}')],
+                 "the layout needs tp x cp x dp x pp = 2 x 1 x 1 x 2 = 4 ranks, but mpirun started 2")
 
 
 # How new the instructions of OpenBLAS 0.3.21's x86-64 kernels are (src/blas_kernel.cpp's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kit self-test of the program plan_training (Part 13, built with the reference): the reference's
-# plan and its simulation, a plan given by flags, a file of plans as CSV, and every bad input
-# refused with one line on stderr and exit status 2.
+# plan and its simulation, a plan given by flags, a file of plans as CSV, a plan written as JSON
+# (--json), and every bad input refused with one line on stderr and exit status 2.
 #   check_program.sh PLAN_TRAINING CONFIGS_DIR
 set -uo pipefail
 program=$1
@@ -39,12 +39,25 @@ expect 0 '^tp=2 cp=1 pp=1 dp=32 ep=1 microbatches=8 zero=1 sp 1f1b,1,[0-9.]+,[0-
 expect 0 '^tp=16 .*,0,0,0,0,.*"tp = 16 does not divide' "${case_args[@]}" --plans - < "$scratch/plans"
 [ "$(grep -c . "$scratch/out")" = 3 ] || fail "--plans: expected a header and 2 rows"
 expect 0 '^usage: plan_training' --help
+# --json: the plan simulated, as JSON in TrainingPlan's order, for gpt_train --plan.
+expect 0 '^Plan: tp=8 cp=1 pp=2 dp=4 ep=1 microbatches=16 zero=1 sp 1f1b$' "${case_args[@]}" \
+  --tp 8 --pp 2 --microbatches 16 --zero 1 --sp --json "$scratch/plan.json"
+expected_json='{"tp":8,"cp":1,"pp":2,"dp":4,"ep":1,"microbatches":16,"zero_stage":1,"sequence_parallel":true,"recompute":false,"schedule":"1f1b"}'
+[ "$(tr -d ' \n' < "$scratch/plan.json")" = "$expected_json" ] ||
+  fail "--json wrote $(cat "$scratch/plan.json"), expected $expected_json"
+expect 0 '^Plan: tp=2 cp=1 pp=1 dp=32 ep=1 microbatches=8 zero=1 sp 1f1b$' "${case_args[@]}" \
+  --json "$scratch/chosen.json"
+grep -q '"dp": 32' "$scratch/chosen.json" || fail "--json of the chosen plan: $(cat "$scratch/chosen.json")"
 
 expect 2 '^plan_training: --seq is required' --model a --cluster b --tokens 8
 expect 2 '^plan_training: unknown argument "--bogus"' "${case_args[@]}" --bogus 1
 expect 2 '^plan_training: --tp' "${case_args[@]}" --tp zero
 expect 2 '^plan_training: --schedule expects 1f1b or gpipe' "${case_args[@]}" --schedule x
 expect 2 '^plan_training: give a plan.s flags or --plans' "${case_args[@]}" --tp 2 --plans -
+expect 2 '^plan_training: --json writes one plan: not with --plans' "${case_args[@]}" --plans - \
+  --json "$scratch/x.json"
+expect 2 '^plan_training: --json: cannot write ".*/none/plan.json"' "${case_args[@]}" \
+  --json "$scratch/none/plan.json"
 expect 2 'model config ".*nope.json": cannot be read' --model "$scratch/nope.json" \
   --cluster "$configs/h100_80gb_x64.json" --tokens 8192 --seq 8192
 echo '{"gpus": 64, "gpus_per_node": 8, "peak_tflops": 989, "memory_gb": 80, "intra_node_gbps": 450}' > "$scratch/c.json"
