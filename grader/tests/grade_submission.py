@@ -246,8 +246,9 @@ class SelfTest:
         """The self-tests share the objects they compile, as a batch's gradings do
         (object_cache.hpp), across `ctest` runs and checkouts too, as ccache shares the kit's
         builds: a patch compiles once until it, a provided header it includes, the compiler or an
-        installed package changes. Compiling is about half of a one-part grading. $DTK_SELFTEST_OBJECTS
-        moves the cache (bench/suite_benchmark.sh --new-machine gives it an empty one)."""
+        installed package changes. Compiling is about half of a one-part grading.
+        $DTK_SELFTEST_OBJECTS moves the cache (bench/suite_benchmark.sh --new-machine gives it an
+        empty one)."""
         default = os.path.join(os.path.expanduser("~"), ".cache", "dtk", "selftest-objects")
         return os.environ.get("DTK_SELFTEST_OBJECTS") or default
 
