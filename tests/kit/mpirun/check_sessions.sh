@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Kit self-test of build/dtk-mpirun (cmake/dtk-mpirun.in): every run gets an Open MPI session
 # directory of its own under TMPDIR, removed after it, so that mpiruns started at the same
-# moment never collide creating theirs; mpirun's exit status comes through.
+# moment never collide creating theirs; mpirun's exit status comes through; a run that fails
+# ends at once (no grace between SIGTERM and SIGKILL) unless the caller's environment says
+# otherwise.
 #
 # usage: check_sessions.sh <dtk-mpirun> [mpirun flags...]
 set -euo pipefail
@@ -29,4 +31,9 @@ done
 status=0
 "${mpirun[@]}" -n 1 sh -c 'exit 3' > /dev/null 2>&1 || status=$?
 [ "$status" = 3 ] || fail "mpirun's exit status 3 came out as $status"
-echo "check_sessions: three runs at once, three session directories, all removed; exit status kept"
+grace=$("${mpirun[@]}" -n 1 sh -c 'echo "$OMPI_MCA_odls_base_sigkill_timeout"')
+[ "$grace" = 0 ] || fail "the ranks' odls_base_sigkill_timeout is '$grace', not 0"
+grace=$(OMPI_MCA_odls_base_sigkill_timeout=3 "${mpirun[@]}" -n 1 sh -c 'echo "$OMPI_MCA_odls_base_sigkill_timeout"')
+[ "$grace" = 3 ] || fail "the caller's odls_base_sigkill_timeout 3 came out as '$grace'"
+echo "check_sessions: three runs at once, three session directories, all removed; exit status kept;" \
+  "no grace before SIGKILL unless asked"
