@@ -24,6 +24,15 @@ function(dtk_add_mpi_test)
   set_tests_properties(${ARG_NAME} PROPERTIES PROCESSORS ${ARG_RANKS})
 endfunction()
 
+# dtk_whole_machine(<test>...): the tests run alone (RUN_SERIAL). For a test that builds a tree,
+# trains, benchmarks or grades a class or a bundle: beside a grading pinned to one core it
+# starved that grading, and correct code lost points (run_pipeline_schedule's 1 MB item, one
+# suite run of three, 2026-11-28). `make test` runs CTest with a slot more than the cores (the
+# kit's Makefile, TEST_JOBS), so `PROCESSORS <cores>` no longer means the whole machine.
+function(dtk_whole_machine)
+  set_tests_properties(${ARGN} PROPERTIES RUN_SERIAL TRUE)
+endfunction()
+
 # dtk_label_fast_tests(): labels `fast` every test of the current directory that has no label
 # yet. The kit's long tests carry a label of their own (`release`, `class-scale`, ...) where
 # they are registered; everything else runs in seconds, so `ctest -L fast` is a developer's

@@ -12,6 +12,8 @@
 # EXTRA_PACKAGES: Debian packages needed on top of that script's list.
 BUILD_DIR ?= build
 JOBS ?= 2
+# Tests at once in `make test` (the kit's Makefile runs one more than JOBS: its gradings idle).
+TEST_JOBS ?= $(JOBS)
 CTEST_FLAGS ?=  # more flags of `make test`'s ctest
 
 # The student files: starter/handin/assignment<N>.txt, the kit's one list of them.
@@ -44,7 +46,7 @@ configure: deps
 	@test -f $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR)
 
 test: all
-	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) $(CTEST_FLAGS)
+	cd $(BUILD_DIR) && ctest --output-on-failure -j$(TEST_JOBS) $(CTEST_FLAGS)
 
 # Exactly the assignment's student files, as plain ustar members (symbolic links replaced by the
 # files they point to: the grader takes regular files only), with no owner names.

@@ -522,9 +522,9 @@ def judged_scores(results):
 
 def sandbox_slot():
     """0, or the slot CTest gave this test (a test registered with the resource group
-    "sandbox:1", run with grader/tests/sandbox-slots.json as `make test` runs it): two such
+    "sandbox:1", run with grader/tests/sandbox-slots.json as `make test` runs it): three such
     gradings run at once, each as its own sandbox user with its own lock, as a batch's do.
-    CTest's slots are 62 and 63, the last two --slot takes: slot 0 is the one every grading
+    CTest's slots are 61 to 63, the last three --slot takes: slot 0 is the one every grading
     without --slot takes (a test's that grades by itself), and a batch's job slots count up from
     0, so a slotted self-test never waits for either's lock, nor they for its."""
     match = re.search(r"id:([0-9]+)", os.environ.get("CTEST_RESOURCE_GROUP_0_SANDBOX", ""))

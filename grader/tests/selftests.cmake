@@ -35,7 +35,7 @@
 # share the machine's cores (grade_submission.py), alone (RUN_SERIAL: they would slow every
 # other test down).
 # Gradings of one sandbox slot take turns (they share its user and lock), hence the long
-# timeout; `make test` gives CTest two slots (grader/tests/sandbox-slots.json).
+# timeout; `make test` gives CTest three slots (grader/tests/sandbox-slots.json).
 #
 # A verdict must not depend on the seed, which draws values, never shapes: in each assignment
 # one mistake whose detection hangs on the values drawn is graded again under the two seeds
@@ -119,18 +119,19 @@ function(dtk_grade_selftest name)
                    --base=${PROJECT_SOURCE_DIR}/${ARG_BASE}
                    --manifest=${DTK_GRADE_DATA}/manifests/assignment${ARG_ASSIGNMENT}.json
                    -- ${args})
-  # A grading leaves a core idle about half the time (compiling, starting ranks, sandboxing, a
-  # hostile hand-in waiting for its watchdog): two run at once, each in its own sandbox slot
-  # (grade_submission.py), whose user no other grading shares: what one leaves behind, the
-  # processes it sees and its limits are its own. Gradings that time something, lock the kit or
-  # watch directories every user shares run alone.
-  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 PROCESSORS 2 LABELS grading
+  # A grading leaves a core idle about a third of the time (compiling, starting ranks,
+  # sandboxing, a hostile hand-in waiting for its watchdog): `make test` runs three at once on
+  # two cores, each in its own sandbox slot (grade_submission.py), whose user no other grading
+  # shares: what one leaves behind, the processes it sees and its limits are its own. Gradings
+  # that time something, lock the kit or watch directories every user shares, or add load of
+  # their own, run alone.
+  set_tests_properties(grader_${name} PROPERTIES TIMEOUT 600 LABELS grading
                                                  FIXTURES_REQUIRED fresh_reference)
-  if(ARG_LOAD)
-    set_tests_properties(grader_${name} PROPERTIES RUN_SERIAL TRUE)
-  elseif(NOT (ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
-              OR ARG_SECOND_CHECKOUT))
-    set_tests_properties(grader_${name} PROPERTIES PROCESSORS 1 RESOURCE_GROUPS sandbox:1)
+  if(ARG_LOAD OR ARG_SPEED_BONUS OR ARG_MAX_SECONDS OR ARG_NO_MOUNT_NAMESPACE OR ARG_GUARD
+     OR ARG_SECOND_CHECKOUT)
+    dtk_whole_machine(grader_${name})
+  else()
+    set_tests_properties(grader_${name} PROPERTIES RESOURCE_GROUPS sandbox:1)
   endif()
 endfunction()
 

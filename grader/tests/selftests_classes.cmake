@@ -6,7 +6,8 @@
 add_test(NAME grader_batch
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/batch_test.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/selftests/batch)
-set_tests_properties(grader_batch PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
+set_tests_properties(grader_batch PROPERTIES TIMEOUT 900 LABELS class-scale)
+dtk_whole_machine(grader_batch)
 
 # The speed bonus of a class (assignment 2): timed after the gradings, deferred when the
 # machine is busy, timed when the batch runs again.
@@ -14,15 +15,16 @@ add_test(NAME grader_batch_bonus
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/batch_bonus_test.sh ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${DTK_GRADE_DATA}/manifests/assignment2.json
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/batch_bonus)
-set_tests_properties(grader_batch_bonus PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
+set_tests_properties(grader_batch_bonus PROPERTIES TIMEOUT 900 LABELS class-scale)
+dtk_whole_machine(grader_batch_bonus)
 
 # A class graded on a Slurm cluster (scripts/grade-class-slurm.sh): a single-node cluster the
 # test starts and stops itself gives the gradebook of a local batch.
 add_test(NAME grader_slurm
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/slurm_test.sh ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/selftests/slurm)
-set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 PROCESSORS 2 SKIP_RETURN_CODE 77
-                     LABELS class-scale)
+set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77 LABELS class-scale)
+dtk_whole_machine(grader_slurm)
 
 # The Gradescope autograders `make autograder.zip` writes, unpacked and run as Gradescope
 # does, the kit locked down: the reference gets full marks in the second and fourth assignment
@@ -30,12 +32,14 @@ set_tests_properties(grader_slurm PROPERTIES TIMEOUT 600 PROCESSORS 2 SKIP_RETUR
 add_test(NAME grader_autograder_zip
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autograder_zip.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autograder_zip)
-set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900 PROCESSORS 2
-                     SKIP_RETURN_CODE 77 LABELS class-scale)
+set_tests_properties(grader_autograder_zip PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77
+                                                      LABELS class-scale)
+dtk_whole_machine(grader_autograder_zip)
 
 # The Autolab autograders `make autolab` writes, run as Tango runs them: the last line of
 # output is the scores JSON, with full marks for the reference in the first and third assignment.
 add_test(NAME grader_autolab
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/autolab_test.sh ${PROJECT_SOURCE_DIR}
                  ${CMAKE_CURRENT_BINARY_DIR}/selftests/autolab)
-set_tests_properties(grader_autolab PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
+set_tests_properties(grader_autolab PROPERTIES TIMEOUT 900 LABELS class-scale)
+dtk_whole_machine(grader_autolab)

@@ -6,4 +6,5 @@
 add_test(NAME kit_browser
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/browser/check_in_browser.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk-grade> ${CMAKE_CURRENT_BINARY_DIR}/browser)
-set_tests_properties(kit_browser PROPERTIES TIMEOUT 900 PROCESSORS 2 LABELS class-scale)
+set_tests_properties(kit_browser PROPERTIES TIMEOUT 900 LABELS class-scale)
+dtk_whole_machine(kit_browser)

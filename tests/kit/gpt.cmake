@@ -37,5 +37,5 @@ foreach(mode layouts tensor context experts pipeline buckets cli blas learns)
   add_test(NAME kit_gpt_train_${mode}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_gpt_train.py ${mode}
                    $<TARGET_FILE:gpt_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
-  set_tests_properties(kit_gpt_train_${mode} PROPERTIES PROCESSORS 2)
+  dtk_whole_machine(kit_gpt_train_${mode})
 endforeach()

@@ -31,7 +31,7 @@ add_test(NAME kit_rendered_handouts
 
 # Each assignment's bundle, end to end: pack, unpack, build, stubs fail, reference passes,
 # handin grades full.
-# It builds a whole student tree (about a minute with -j2, hence PROCESSORS 2) and grades once.
+# It builds a whole student tree (about a minute with -j2, hence alone) and grades once.
 # dtk-grade is defined in grader/, added after tests/: TARGET_EXISTS is evaluated at generate
 # time, so this sees it; without it the test fails at its last step with a clear message.
 foreach(assignment IN LISTS DTK_ASSIGNMENTS)
@@ -43,7 +43,8 @@ foreach(assignment IN LISTS DTK_ASSIGNMENTS)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.py ${PROJECT_SOURCE_DIR}
                    $<TARGET_FILE:dtk_source_check>
                    --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> ${assignment})
-  set_tests_properties(${name} PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 1800 LABELS release)
+  dtk_whole_machine(${name})
 endforeach()
 
 # A course that does not assign Part 6 (disabled in a scratch copy of assignment 1's manifest):
@@ -53,11 +54,12 @@ add_test(NAME kit_release_bundle_without_part6
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_bundle.py ${PROJECT_SOURCE_DIR}
                  $<TARGET_FILE:dtk_source_check>
                  --grader=$<$<TARGET_EXISTS:dtk-grade>:$<TARGET_FILE:dtk-grade>> 1 6)
-set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 PROCESSORS 2
-                                                                 LABELS release)
+set_tests_properties(kit_release_bundle_without_part6 PROPERTIES TIMEOUT 1800 LABELS release)
+dtk_whole_machine(kit_release_bundle_without_part6)
 
 # An assignment is a unit: a throw-away one, added to a copy of the kit as its own files only,
 # builds, releases, packs and grades (about two minutes: the copy's build mostly hits ccache).
 add_test(NAME kit_new_assignment
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/release/test_new_assignment.py ${PROJECT_SOURCE_DIR})
-set_tests_properties(kit_new_assignment PROPERTIES TIMEOUT 1800 PROCESSORS 2 LABELS release)
+set_tests_properties(kit_new_assignment PROPERTIES TIMEOUT 1800 LABELS release)
+dtk_whole_machine(kit_new_assignment)

@@ -42,7 +42,7 @@ foreach(mode layouts measurements)
   add_test(NAME kit_pipeline_training_${mode}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_pipeline_training.py ${mode}
                    $<TARGET_FILE:unified_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
-  set_tests_properties(kit_pipeline_training_${mode} PROPERTIES PROCESSORS 2)
+  dtk_whole_machine(kit_pipeline_training_${mode})
 endforeach()
 
 # dp_averaging (assignment 4, 14.5's functions): on uneven shares gradient averaging is one rank's
@@ -51,11 +51,11 @@ endforeach()
 add_test(NAME kit_dp_averaging
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_dp_averaging.py
                  ${PROJECT_SOURCE_DIR}/handout.md $<TARGET_FILE:dp_averaging> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
-set_tests_properties(kit_dp_averaging PROPERTIES PROCESSORS 2)
+dtk_whole_machine(kit_dp_averaging)
 
 # overlap_bench (assignment 4, Part 15's functions): every table's rows, every result right on 2
 # and 3 ranks; a bad command line is one line. Its timings are printed, never judged.
 add_test(NAME kit_overlap_bench
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/training/check_overlap_bench.py
                  $<TARGET_FILE:overlap_bench> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})
-set_tests_properties(kit_overlap_bench PROPERTIES PROCESSORS 2)
+dtk_whole_machine(kit_overlap_bench)
