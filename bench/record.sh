@@ -27,7 +27,7 @@ record_figures() {
   exec >&"$record_stdout"  # ends tee's input: wait for it to write everything
   wait "$record_tee"
   if [ "${DTK_BENCH_NO_RECORD:-0}" = 1 ]; then
-    echo "(not recorded: DTK_BENCH_NO_RECORD=1)"
+    echo "(not recorded: DTK_BENCH_NO_RECORD=1)" >&2
   else
     "$record_root/bench/record_measurement.py" "$record_root/docs/measurements.md" \
       "$record_name" "$record_title" "$record_command" "$record_load" "$record_commit" \

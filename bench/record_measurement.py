@@ -73,7 +73,9 @@ def main():
     with open(path + ".tmp", "w") as out:
         out.write(HEADER + "".join("\n" + sections[key] for key in sorted(sections)))
     os.replace(path + ".tmp", path)
-    print(f"Recorded in {os.path.relpath(path)}: {title}")
+    # On stderr: a benchmark's standard output is its data (planner_validation.sh reads
+    # planner_calibration.sh's JSON from it).
+    print(f"Recorded in {os.path.relpath(path)}: {title}", file=sys.stderr)
 
 
 if __name__ == "__main__":
