@@ -236,6 +236,8 @@ def write_svg(path, rows):
     for i, (ranks, c) in enumerate(sorted(colours.items())):
         s.append('<circle cx="%d" cy="%d" r="3.5" fill="%s"/><text x="%d" y="%d">%d rank%s</text>' % (
             left + 12, 40 + 15 * i, c, left + 20, 44 + 15 * i, ranks, "" if ranks == 1 else "s"))
+    s.append('<rect x="%d" y="%d" width="8" height="8" fill="#e8f0e0"/><text x="%d" y="%d">within '
+             '%.2fx</text>' % (left + 8, 36 + 15 * len(colours), left + 20, 44 + 15 * len(colours), GOAL))
     s.append("</svg>")
     open(path, "w").write("\n".join(s) + "\n")
 
