@@ -12,7 +12,8 @@
      (the batch still running) and another checkout of the kit finds nothing; everything the
      batch writes is private to its owner; names such as "-o", "+1+1" or "@A1" are data, not
      options of sim_c++ nor spreadsheet formulas; an --out of another user is refused;
-  7. the summary page ranks a class by its leaderboard (assignment 3's mean MFU);
+  7. the summary page ranks a class by its leaderboard (assignment 3's mean MFU), the best three
+     graded again alone and marked verified, or changed when the first grading said otherwise;
   8. nothing of the job slots' sandbox users is left running, nor any file of theirs where
      anyone may write that was not there before.
 
@@ -290,23 +291,44 @@ class BatchTest:
                            what="an --out that belongs to another user must be refused")
 
     def leaderboard(self):
-        print("7. a class ranked by its leaderboard (assignment 3, Part 13's mean MFU, higher first)")
+        print("7. a class ranked by its leaderboard (assignment 3, Part 13's mean MFU, higher first),"
+              " its best graded again alone")
         planners = self.path("planners")
         for student, tree in (("ann", "starter"), ("ben", "solutions"), ("cid", "solutions")):
             os.makedirs(os.path.join(planners, student, "planner"))
             shutil.copy(os.path.join(self.root, tree, "planner/planner.cpp"),
                         os.path.join(planners, student, "planner"))
         self.patched(os.path.join(planners, "cid"), "planner_no_context_parallel")
-        check(self.dtk_grade("--batch", planners, "--assignment", "3", "--jobs", "2", "--seed",
-                             "7", *SANDBOX_ARGS, log="planners.log") == 0,
-              "assignment 3's batch failed")
-        summary = read_file(self.path("planners-graded", "summary.html"))
-        ranking = " ".join(f"{rank} {name}" for rank, name in re.findall(
-            r"^<tr><td>([0-9]*)</td><td>([a-z]*)</td><td>[0-9.]*</td></tr>$", summary, re.M))
+        args = ["--batch", planners, "--assignment", "3", "--jobs", "2", "--seed", "7", *SANDBOX_ARGS]
+        check(self.dtk_grade(*args, log="planners.log") == 0, "assignment 3's batch failed")
+        graded = self.path("planners-graded")
+        rows = re.findall(r"^<tr><td>([0-9]*)</td><td>([a-z]*)</td><td>([0-9.]*)</td><td>([^<]*)</td></tr>$",
+                          read_file(os.path.join(graded, "summary.html")), re.M)
+        ranking = " ".join(f"{rank} {name}" for rank, name, _, _ in rows)
         check(ranking == "1 ben 2 cid 3 ann", f"the leaderboard ranks: '{ranking}'")
-        check("<h2>Leaderboard: Part 13: mean MFU</h2>" in summary,
+        check("<h2>Leaderboard: Part 13: mean MFU</h2>" in read_file(os.path.join(graded, "summary.html")),
               "no leaderboard on the summary page")
-        print(f"    ranked: {ranking}")
+        check([verdict for *_, verdict in rows] == ["verified"] * 3,
+              f"the best three, graded again alone: {rows}")
+        print(f"    ranked: {ranking}, each verified when graded again alone")
+        # As if ben's first grading had found another MFU (a planner that searches less on a
+        # busy machine): the batch run again grades him alone once more, and says it changed.
+        results = os.path.join(graded, "students", "ben", "results.json")
+        with open(results) as f:
+            first = json.load(f)
+        for entry in first["leaderboard"]:
+            entry["value"] = 0.7
+        with open(results, "w") as f:
+            json.dump(first, f)
+        os.remove(os.path.join(graded, "students", "ben", "leaderboard_check.json"))
+        check(self.dtk_grade(*args, log="planners-again.log") == 0, "assignment 3's batch, again, failed")
+        check("1 entry changed when graded again alone" in self.read("planners-again.log"),
+              "the batch run again does not say one entry changed")
+        ben = re.search(r"<tr><td>1</td><td>ben</td><td>0.7000</td><td>([^<]*)</td></tr>",
+                        read_file(os.path.join(graded, "summary.html")))
+        check(ben and ben.group(1).startswith("changed: 0.6") and ben.group(1).endswith(" alone"),
+              f"ben's entry, changed: {ben.group(1) if ben else 'no row'}")
+        print(f"    an entry unlike its second grading: {ben.group(1)}")
 
     @staticmethod
     def sandbox_files():

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "class/hand_ins.hpp"
+#include "class/leaderboards.hpp"
 #include "class/similarity.hpp"
 #include "class/summary_page.hpp"
 #include "files.hpp"
@@ -95,17 +96,19 @@ std::string student_dir(const std::string& out, const HandIn& hand_in) {
   return out + "/students/" + hand_in.student;
 }
 
-// The command grading one hand-in: this very program, one submission, the batch's options;
-// `extra`: --expected-cache DIR, --object-cache DIR and --bonus-later for a grading, --bonus-only
-// for a bonus. The class's hand-ins and results are private to the grading: hidden from its
-// sandbox, or, where they cannot be hidden and the sandbox could read them, the grading refuses.
+// The command grading one hand-in: this very program, one submission, the batch's options, its
+// results.json at `results`; `extra`: --expected-cache DIR, --object-cache DIR and --bonus-later
+// for a grading, --bonus-only for a bonus, --parts for a leaderboard's check. The class's hand-ins
+// and results are private to the grading: hidden from its sandbox, or, where they cannot be
+// hidden and the sandbox could read them, the grading refuses.
 std::vector<std::string> grading_command(const Options& options, const HandIn& hand_in,
-                                         const std::string& out, std::uint64_t seed, int slot,
+                                         const std::string& out, const std::string& results,
+                                         std::uint64_t seed, int slot,
                                          const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {fs::read_symlink("/proc/self/exe").string(),
                                    hand_in.path,
                                    "--results",
-                                   student_dir(out, hand_in) + "/results.json",
+                                   results,
                                    "--seed",
                                    std::to_string(seed),
                                    "--slot",
@@ -238,6 +241,12 @@ GradebookRow read_row(const std::string& student, const std::string& dir,
     row.leaderboard.push_back({entry.value("name", ""), entry["value"].get<double>(),
                                entry.value("order", "asc") == "desc"});
   }
+  const json checked = read_json(dir + "/" + kLeaderboardCheckFile);
+  if (checked.is_object()) {
+    for (const auto& [name, verdict] : checked.items()) {
+      if (verdict.is_string()) row.leaderboard_check[name] = verdict.get<std::string>();
+    }
+  }
   return row;
 }
 
@@ -316,7 +325,8 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
       std::vector<std::string> extra = {"--expected-cache", expected, "--object-cache", objects};
       if (!options.task) extra.push_back("--bonus-later");
       const pid_t pid =
-          start(grading_command(options, hand_in, out, seed, slot, extra), dir + "/output.txt",
+          start(grading_command(options, hand_in, out, dir + "/results.json", seed, slot, extra),
+                dir + "/output.txt",
                 /*append=*/false, slot_cpus(cpus, slot, options.jobs));
       running[pid] = {&hand_in, slot, Clock::now()};
     }
@@ -362,9 +372,9 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
   int deferred = 0;
   for (std::size_t i = 0; i < to_time.size(); ++i) {
     const std::string dir = student_dir(out, *to_time[i]);
-    const pid_t pid =
-        start(grading_command(options, *to_time[i], out, seed, /*slot=*/0, {"--bonus-only"}),
-              dir + "/output.txt", /*append=*/true);
+    const pid_t pid = start(grading_command(options, *to_time[i], out, dir + "/results.json", seed,
+                                            /*slot=*/0, {"--bonus-only"}),
+                            dir + "/output.txt", /*append=*/true);
     int wait_status = 0;
     while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }
@@ -385,6 +395,55 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
            "failed. Run the same command again when the machine is idle to time them.\n";
   }
   return deferred;
+}
+
+// The best of each leaderboard graded again, one at a time with nothing else of the batch
+// running, only the parts with leaderboards, into <student>/again/; each entry's verdict goes to
+// <student>/leaderboard_check.json (class/leaderboards.hpp). A hand-in checked in an earlier run
+// of the batch is not checked again (--regrade checks it anew).
+void check_leaderboards(const Options& options, const Manifest& manifest,
+                        const std::vector<HandIn>& hand_ins, const std::vector<GradebookRow>& rows,
+                        const std::string& out, std::uint64_t seed, std::ostream& log) {
+  std::vector<const HandIn*> to_check;
+  for (const std::string& student : leaderboard_leaders(rows)) {
+    for (const HandIn& hand_in : hand_ins) {
+      if (hand_in.student == student &&
+          !fs::exists(student_dir(out, hand_in) + "/" + kLeaderboardCheckFile))
+        to_check.push_back(&hand_in);
+    }
+  }
+  if (to_check.empty()) return;
+  std::string parts;
+  for (const int part : leaderboard_parts(manifest))
+    parts += (parts.empty() ? "" : ",") + std::to_string(part);
+  log << "Grading the best " << kLeaderboardChecked << " of each leaderboard again alone ("
+      << to_check.size() << " hand-in" << (to_check.size() == 1 ? "" : "s") << ", Part"
+      << (parts.find(',') == std::string::npos ? " " : "s ") << parts << ")..." << std::endl;
+  int changed = 0;
+  for (const HandIn* hand_in : to_check) {
+    const std::string dir = student_dir(out, *hand_in);
+    fs::create_directories(dir + "/again");
+    const pid_t pid =
+        start(grading_command(options, *hand_in, out, dir + "/again/results.json", seed, /*slot=*/0,
+                              {"--parts", parts, "--expected-cache", shared_cache(out, ".expected"),
+                               "--object-cache", shared_cache(out, ".objects")}),
+              dir + "/again/output.txt");
+    int wait_status = 0;
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    const json first = read_json(dir + "/results.json");
+    const json again = read_json(dir + "/again/results.json");
+    if (status_of(wait_status) != "graded" || !first.is_object() || !again.is_object()) {
+      log << "dtk-grade: grading " << shown_name(hand_in->student)
+          << " again failed: see its again/output.txt\n";
+      continue;
+    }
+    const auto verdicts = compare_leaderboards(manifest, first, again);
+    for (const auto& [name, verdict] : verdicts) changed += verdict.rfind("changed", 0) == 0;
+    write_json(dir + "/" + kLeaderboardCheckFile, verdicts);
+  }
+  log << "Leaderboards: " << changed << " entr" << (changed == 1 ? "y" : "ies")
+      << " changed when graded again alone (the summary page shows each)\n";
 }
 
 }  // namespace
@@ -427,7 +486,10 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
   std::vector<const HandIn*> to_grade;
   for (const HandIn& hand_in : hand_ins) {
     const std::string dir = student_dir(out, hand_in);
-    if (options.regrade) fs::remove(dir + "/graded.json");
+    if (options.regrade) {
+      fs::remove(dir + "/graded.json");
+      fs::remove(dir + "/" + kLeaderboardCheckFile);
+    }
     if (!fs::exists(dir + "/graded.json")) to_grade.push_back(&hand_in);
   }
   log << "dtk-grade: " << hand_ins.size() << " hand-ins in " << shown_name(options.batch) << ", "
@@ -437,9 +499,14 @@ int grade_batch(const Options& options, const Manifest& manifest, const Toolchai
   run_gradings(options, to_grade, hand_ins.size(), out, seed, log);
   time_bonuses(options, hand_ins, out, seed, log);
 
-  std::vector<GradebookRow> rows;
-  for (const HandIn& hand_in : hand_ins)
-    rows.push_back(read_row(hand_in.student, student_dir(out, hand_in), manifest));
+  const auto read_rows = [&] {
+    std::vector<GradebookRow> rows;
+    for (const HandIn& hand_in : hand_ins)
+      rows.push_back(read_row(hand_in.student, student_dir(out, hand_in), manifest));
+    return rows;
+  };
+  check_leaderboards(options, manifest, hand_ins, read_rows(), out, seed, log);
+  const std::vector<GradebookRow> rows = read_rows();
   const std::string gradebook =
       options.gradebook.empty() ? out + "/gradebook.csv" : options.gradebook;
   write_gradebook(gradebook, manifest, rows);

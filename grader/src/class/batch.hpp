@@ -28,6 +28,8 @@ struct GradebookRow {
   // The failed tests: name -> the feedback (for the summary page).
   std::map<std::string, std::string> failed;
   std::vector<LeaderboardEntry> leaderboard;  // results.json's (the summary page ranks by them)
+  // Entry name -> what grading it again alone said (class/leaderboards.hpp), for the best.
+  std::map<std::string, std::string> leaderboard_check;
 };
 
 // Returns dtk-grade's exit status: 0 when every hand-in was graded, 1 when the grader failed

@@ -1,5 +1,7 @@
 #include "class/summary_page.hpp"
 
+#include "class/leaderboards.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -66,28 +68,23 @@ std::string histogram_svg(const std::string& title, const std::vector<double>& s
 }
 
 // The class ranked by each leaderboard entry of results.json (Part 7's speed ratios, lower first;
-// Part 13's mean MFU, higher first), ties by name.
+// Part 13's mean MFU, higher first), ties by name, with what grading the best again alone said.
 std::string leaderboard_tables(const std::vector<GradebookRow>& rows) {
-  std::map<std::string, std::vector<std::pair<const GradebookRow*, LeaderboardEntry>>> boards;
-  for (const GradebookRow& row : rows) {
-    for (const LeaderboardEntry& entry : row.leaderboard)
-      boards[entry.name].push_back({&row, entry});
-  }
   std::string html;
-  for (auto& [name, ranked] : boards) {
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      const double x = a.second.value, y = b.second.value;
-      if (x != y) return a.second.higher_is_better ? x > y : x < y;
-      return a.first->student < b.first->student;
-    });
+  for (const auto& [name, ranked] : ranked_leaderboards(rows)) {
     html += "<h2>Leaderboard: " + shown_html(name) + "</h2>\n<p>" +
             (ranked.front().second.higher_is_better ? "Higher" : "Lower") +
-            " is better.</p>\n<table><tr><th>rank</th><th>student</th><th>" + shown_html(name) +
-            "</th></tr>\n";
+            " is better. The best " + std::to_string(kLeaderboardChecked) +
+            " were graded again alone, once the class was graded.</p>\n<table><tr><th>rank</th>"
+            "<th>student</th><th>" +
+            shown_html(name) + "</th><th>graded again alone</th></tr>\n";
     for (std::size_t i = 0; i < ranked.size(); ++i) {
+      const auto& checks = ranked[i].first->leaderboard_check;
+      const auto check = checks.find(name);
       html += "<tr><td>" + std::to_string(i + 1) + "</td><td>" +
               shown_html(ranked[i].first->student) + "</td><td>" +
-              formatted("%.4f", ranked[i].second.value) + "</td></tr>\n";
+              formatted("%.4f", ranked[i].second.value) + "</td><td>" +
+              (check == checks.end() ? "" : shown_html(check->second)) + "</td></tr>\n";
     }
     html += "</table>\n";
   }
