@@ -67,13 +67,9 @@ std::vector<std::string> dependencies(const std::string& text) {
   return deps;
 }
 
-// Why the includes of a compiled file are not acceptable, or "".
-std::string include_problem(const std::string& dep_file, const std::string& scratch) {
-  std::string text, problem;  // written in the sandbox: read as an untrusted file
-  if (!read_regular_file(dep_file, kMaxDependencyBytes, text, problem)) {
-    return "the list of the headers it includes cannot be read: it " + problem;
-  }
-  for (const std::string& dep : dependencies(text)) {
+// Why the includes of a compiled file, every file its compile read, are not acceptable, or "".
+std::string include_problem(const std::vector<std::string>& read, const std::string& scratch) {
+  for (const std::string& dep : read) {
     const std::string path = fs::weakly_canonical(dep).string();
     if (path.rfind(scratch + "/", 0) == 0 || path.rfind("/usr/", 0) == 0) continue;
     return "it includes " + shown_name(dep) +
@@ -280,8 +276,17 @@ StudentBuild stage(const BuildPlace& place, const std::vector<std::string>& grad
   return build;
 }
 
+// A staged student file to compile: its entry, its source as staged and, once compiled, every
+// file its compile read (its -MD list).
+struct CompileJob {
+  FileBuild* entry;
+  std::string source;
+  std::vector<std::string> dependencies;
+};
+
 // One file: compiled to assembly, checked, assembled. Why it cannot be used, or "".
-std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
+std::string compile_file(const BuildPlace& place, CompileJob& job) {
+  const FileBuild& entry = *job.entry;
   const std::string& src_dir = place.src_dir;
   const Outcome compiled = place.tool(compile_command(place.toolchain, place.read_only, entry.file,
                                                       src_dir + entry.file, entry.object));
@@ -293,8 +298,13 @@ std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
     const std::string errors = first_errors(compiled.output, src_dir);
     return errors.empty() ? "the compiler failed: " + compiled.describe() + "\n" : errors;
   }
-  for (const std::string& problem : {include_problem(entry.object + ".d", place.scratch),
-                                     assembly_problem(entry.object + ".s")}) {
+  std::string deps, problem;  // written in the sandbox: read as an untrusted file
+  if (!read_regular_file(entry.object + ".d", kMaxDependencyBytes, deps, problem)) {
+    return "the list of the headers it includes cannot be read: it " + problem;
+  }
+  job.dependencies = dependencies(deps);
+  for (const std::string& problem :
+       {include_problem(job.dependencies, place.scratch), assembly_problem(entry.object + ".s")}) {
     if (!problem.empty()) return problem;
   }
   const Outcome assembled =
@@ -303,31 +313,30 @@ std::string compile_file(const BuildPlace& place, const FileBuild& entry) {
 }
 
 // A staged source's object from the cache, placed where the sandbox reads it; false if not kept.
-bool reuse_object(const BuildPlace& place, FileBuild& entry) {
+bool reuse_object(const BuildPlace& place, FileBuild& entry, const std::string& source) {
   std::string object;
-  if (!place.cache.load(entry.file, read_source(place.src_dir + entry.file), object)) return false;
+  if (!place.cache.load(entry.file, source, object)) return false;
   entry.object = place.objects_dir + flat_name(entry.file) + ".cached.o";
   write_file(entry.object, object);
   chmod(entry.object.c_str(), 0644);  // whatever the umask: the sandbox's linker reads it
   return true;
 }
 
-// Keeps a file's freshly compiled object, with the provided headers its compile read (its -MD
-// list). Both were written in the sandbox: read as untrusted.
-void keep_object(const BuildPlace& place, const FileBuild& entry) {
-  std::string object, deps, problem;
+// Keeps a file's freshly compiled object, with the provided headers its compile read. The object
+// was written in the sandbox: read as untrusted.
+void keep_object(const BuildPlace& place, const CompileJob& job) {
+  std::string object, problem;
   if (!place.cache.enabled() ||
-      !read_regular_file(entry.object, kMaxLibraryBytes, object, problem) ||
-      !read_regular_file(entry.object + ".d", kMaxDependencyBytes, deps, problem)) {
+      !read_regular_file(job.entry->object, kMaxLibraryBytes, object, problem)) {
     return;
   }
   const std::string headers_dir = fs::weakly_canonical(place.read_only + "/include").string() + "/";
   std::vector<std::string> headers;
-  for (const std::string& dep : dependencies(deps)) {
+  for (const std::string& dep : job.dependencies) {
     const std::string path = fs::weakly_canonical(dep).string();
     if (path.rfind(headers_dir, 0) == 0) headers.push_back(path.substr(headers_dir.size()));
   }
-  place.cache.save(entry.file, read_source(place.src_dir + entry.file), headers, object);
+  place.cache.save(job.entry->file, job.source, headers, object);
 }
 
 // Compiles the staged sources side by side, at most limits.compilers_at_once at a time: on two
@@ -335,10 +344,11 @@ void keep_object(const BuildPlace& place, const FileBuild& entry) {
 // limits.compiler_address_space_mb, and the sum must stay bounded. A file that cannot be used
 // fails. A source compiled before (the object cache) is not compiled again.
 void compile_files(const BuildPlace& place, StudentBuild& build) {
-  std::vector<FileBuild*> to_compile;
+  std::vector<CompileJob> to_compile;
   for (FileBuild& entry : build.files) {
-    if (entry.status == FileBuild::Status::compiled && !reuse_object(place, entry))
-      to_compile.push_back(&entry);
+    if (entry.status != FileBuild::Status::compiled) continue;
+    std::string source = read_source(place.src_dir + entry.file);
+    if (!reuse_object(place, entry, source)) to_compile.push_back({&entry, std::move(source), {}});
   }
   if (to_compile.empty()) return;
   // The headers the sandbox compiles against, copied only when something compiles (the
@@ -348,14 +358,15 @@ void compile_files(const BuildPlace& place, StudentBuild& build) {
   std::atomic<std::size_t> next{0};
   auto compiler = [&] {
     for (std::size_t k; (k = next++) < to_compile.size();) {
-      FileBuild& entry = *to_compile[k];
+      CompileJob& job = to_compile[k];
+      FileBuild& entry = *job.entry;
       try {
-        entry.message = compile_file(place, entry);
+        entry.message = compile_file(place, job);
       } catch (const std::exception& error) {  // no process could be started
         entry.message = std::string("dtk-grade could not run the compiler: ") + error.what();
       }
       if (entry.message.empty()) {
-        keep_object(place, entry);
+        keep_object(place, job);
       } else {
         entry.status = FileBuild::Status::failed;
       }
