@@ -38,7 +38,9 @@
            empty, short or non-UTF-8 corpus, a missing `bible`, an output file that cannot be
            made, a plan (--plan) that is not JSON or has a field gpt_train cannot run (naming
            it); a run that diverges stops with one line and exit 1. --help exits 0. A plan runs
-           as its flags do (the same weights_l2, bit for bit), and flags beside it override it.
+           as its flags do (the same weights_l2, bit for bit), flags beside it override it, and
+           each field (tp, sp, cp, dp, pp with micro-batches, the schedule, ep) trains one
+           rank's weights to 1e-10 with the report's layout showing the field taken.
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
@@ -462,8 +464,9 @@ def cli():
 
 
 def plans():
-    """--plan FILE: a plan (plan_training --json's) runs as its flags do, flags beside it override
-    it, and every bad plan gets one line naming the field."""
+    """--plan FILE: a plan (plan_training --json's) runs as its flags do, each field of it trains
+    one rank's weights, flags beside it override it, and every bad plan gets one line naming the
+    field."""
     def plan_file(name, text):
         path = os.path.join(SCRATCH, name + ".json")
         with open(path, "w") as f:
@@ -489,6 +492,23 @@ def plans():
         else:
             print("ok: --plan runs as its flags (weights_l2 %.17g), and flags beside it override it"
                   % by_plan["weights_l2"])
+    # Each field of a plan, alone or with the fields it needs, trains one rank's weights, and the
+    # report's layout shows the field was taken (a plan ignored would train one rank's too).
+    for extra, fields in (
+            ([], [{"tp": 2}, {"tp": 2, "sequence_parallel": True}, {"cp": 2}, {"dp": 2},
+                  {"pp": 2, "microbatches": 2}, {"pp": 2, "microbatches": 2, "schedule": "gpipe"}]),
+            (["--experts", "4", "--top_k", "2"], [{"dp": 2, "ep": 2}])):
+        expected = {}
+        for plan in fields:
+            path = plan_file("field-" + "-".join("%s%s" % item for item in plan.items()), json.dumps(plan))
+            expected[path] = {{"sequence_parallel": "sp"}.get(key, key): value for key, value in plan.items()}
+
+        def took_fields(flags, r):
+            want = expected[flags[1]]
+            return ([] if all(r["layout"][key] == value for key, value in want.items()) else
+                    ["the report's layout %s, not the plan's %s" % (r["layout"], want)])
+        same_model("plan field", [(2, ["--plan", path]) for path in expected], extra, took_fields,
+                   tolerance=1e-10)
     for name, text, message in (
             ("zero", '{"zero_stage": 2}', "zero_stage 2: gpt_train does not shard the model states"),
             ("recompute", '{"recompute": true}', "recompute: gpt_train keeps every activation"),
