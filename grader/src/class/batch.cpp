@@ -159,6 +159,16 @@ std::string status_of(int wait_status) {
   return "grader killed by signal " + std::to_string(WTERMSIG(wait_status));
 }
 
+// Runs `argv` to its end (output as start's), nothing else of the batch running; its status.
+std::string run_alone(const std::vector<std::string>& argv, const std::string& output,
+                      bool append) {
+  const pid_t pid = start(argv, output, append);
+  int wait_status = 0;
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  return status_of(wait_status);
+}
+
 std::string duration_text(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
   char text[32];
@@ -372,13 +382,11 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
   int deferred = 0;
   for (std::size_t i = 0; i < to_time.size(); ++i) {
     const std::string dir = student_dir(out, *to_time[i]);
-    const pid_t pid = start(grading_command(options, *to_time[i], out, dir + "/results.json", seed,
-                                            /*slot=*/0, {"--bonus-only"}),
-                            dir + "/output.txt", /*append=*/true);
-    int wait_status = 0;
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    if (status_of(wait_status) != "graded") {
+    const std::string status =
+        run_alone(grading_command(options, *to_time[i], out, dir + "/results.json", seed,
+                                  /*slot=*/0, {"--bonus-only"}),
+                  dir + "/output.txt", /*append=*/true);
+    if (status != "graded") {
       log << "dtk-grade: timing the speed bonus of " << shown_name(to_time[i]->student)
           << " failed: see its output.txt\n";
     }
@@ -423,17 +431,14 @@ void check_leaderboards(const Options& options, const Manifest& manifest,
   for (const HandIn* hand_in : to_check) {
     const std::string dir = student_dir(out, *hand_in);
     fs::create_directories(dir + "/again");
-    const pid_t pid =
-        start(grading_command(options, *hand_in, out, dir + "/again/results.json", seed, /*slot=*/0,
-                              {"--parts", parts, "--expected-cache", shared_cache(out, ".expected"),
-                               "--object-cache", shared_cache(out, ".objects")}),
-              dir + "/again/output.txt");
-    int wait_status = 0;
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
+    const std::string status = run_alone(
+        grading_command(options, *hand_in, out, dir + "/again/results.json", seed, /*slot=*/0,
+                        {"--parts", parts, "--expected-cache", shared_cache(out, ".expected"),
+                         "--object-cache", shared_cache(out, ".objects")}),
+        dir + "/again/output.txt", /*append=*/false);
     const json first = read_json(dir + "/results.json");
     const json again = read_json(dir + "/again/results.json");
-    if (status_of(wait_status) != "graded" || !first.is_object() || !again.is_object()) {
+    if (status != "graded" || !first.is_object() || !again.is_object()) {
       log << "dtk-grade: grading " << shown_name(hand_in->student)
           << " again failed: see its again/output.txt\n";
       continue;
