@@ -10,6 +10,10 @@
 #   - intra_node_gbps and intra_node_us (β and α, inter_node the same: one node): MPI's
 #     all-reduce on 2 ranks timed by collectives_bench, t(B) = 2 α + B / β on 2 ranks (Part 7's
 #     ring), α from the smallest messages and β from those of 1 to 4 MB;
+#   - expert_gemm_tflops: the rate of a mixture of experts' expert MLPs (4 experts, top 2, the
+#     same shape): its one-rank step against the dense one's, the rest of the layer at
+#     gemm_tflops (the expert MLPs' FLOPs are k times the dense MLP's, the MoE's extra FLOPs
+#     k - 1 of them);
 #   - value_bytes 4 (gpt_train trains in float) and memory_gb the machine's memory over the cores.
 # bench/planner_validation.sh scales peak_tflops and gemm_tflops to the ranks of each run (R ranks
 # share the cores: each gets cores / R of them).
@@ -36,16 +40,33 @@ echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg) ($cores cores)" >&2
 # The GEMM peak and the GPT's own rate: one rank, the default model, steps after the first.
 "$gpt_train" --steps 6 --eval_every 7 --report "$scratch/gpt.json" > "$scratch/gpt.log" 2>&1 ||
   { cat "$scratch/gpt.log" >&2; exit 1; }
+"$gpt_train" --steps 6 --eval_every 7 --experts 4 --top_k 2 --report "$scratch/moe.json" \
+  > "$scratch/moe.log" 2>&1 || { cat "$scratch/moe.log" >&2; exit 1; }
 # α and β: MPI's all-reduce on 2 ranks, 4 KB to 4 MB.
 "${mpirun[@]}" -n 2 "$build/collectives_bench" --collective allreduce --impl mpi --type float \
   --min-bytes 4K --max-bytes 4M --iters 30 --csv "$scratch/allreduce.csv" > /dev/null
 
-python3 - "$scratch/gpt.json" "$scratch/allreduce.csv" "$cores" "$(hostname)" << 'EOF'
+python3 - "$scratch/gpt.json" "$scratch/allreduce.csv" "$cores" "$(hostname)" "$scratch/moe.json" << 'EOF'
 import csv, json, os, statistics, sys, time
 report, bench, cores, host = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-history = report["history"]
-step = (history[-1]["seconds"] - history[0]["seconds"]) / (len(history) - 1)
-flops_per_step = report["flops_per_second"] * report["seconds"] / report["steps"]
+moe = json.load(open(sys.argv[5]))
+
+
+def step_of(run):
+    """Seconds per step (steps after the first) and model FLOPs per step of a report."""
+    history = run["history"]
+    return ((history[-1]["seconds"] - history[0]["seconds"]) / (len(history) - 1),
+            run["flops_per_second"] * run["seconds"] / run["steps"])
+
+
+step, flops_per_step = step_of(report)
+rate = flops_per_step / step
+# The MoE's extra FLOPs are k - 1 dense MLPs: its k expert MLPs, at the expert rate, in the time
+# the dense step leaves once its own MLP is taken out (at the dense rate).
+moe_step, moe_flops = step_of(moe)
+k = moe["model"]["top_k"]
+mlp = (moe_flops - flops_per_step) / (k - 1)
+expert_rate = k * mlp / (moe_step - (flops_per_step - mlp) / rate)
 peak = report["gemm_peak_flops"]
 times = {int(r["bytes"]): float(r["time_us"]) * 1e-6 for r in csv.DictReader(open(bench))}
 alpha = min(t for b, t in times.items() if b <= 16384) / 2
@@ -54,12 +75,14 @@ memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 print(json.dumps({
     "about": "this machine (%s), calibrated by bench/planner_calibration.sh on %s: each of its %d "
              "cores a GPU; GEMM peak %.1f GFLOP/s in all, gpt_train's one-rank step %.3f s "
-             "(MFU %.3f); MPI all-reduce alpha %.1f us, beta %.2f GB/s"
+             "(MFU %.3f), with 4 experts, top 2, %.3f s (its experts at %.2f of the dense rate); "
+             "MPI all-reduce alpha %.1f us, beta %.2f GB/s"
              % (host, time.strftime("%Y-%m-%d %H:%M"), cores, peak / 1e9, step,
-                flops_per_step / step / peak, alpha * 1e6, beta / 1e9),
+                flops_per_step / step / peak, moe_step, expert_rate / rate, alpha * 1e6, beta / 1e9),
     "gpus": cores, "gpus_per_node": cores,
     "peak_tflops": peak / cores / 1e12,
-    "gemm_tflops": flops_per_step / step / cores / 1e12,
+    "gemm_tflops": rate / cores / 1e12,
+    "expert_gemm_tflops": expert_rate / cores / 1e12,
     "memory_gb": memory / cores / 1e9,
     "intra_node_gbps": beta / 1e9, "inter_node_gbps": beta / 1e9,
     "intra_node_us": alpha * 1e6, "inter_node_us": alpha * 1e6,

@@ -26,7 +26,7 @@ ClusterConfig load_cluster_config(const std::string& path) {
   const std::set<std::string> known = {"about",           "gpus",        "gpus_per_node",
                                        "peak_tflops",     "memory_gb",   "intra_node_gbps",
                                        "inter_node_gbps", "gemm_tflops", "intra_node_us",
-                                       "inter_node_us",   "value_bytes"};
+                                       "inter_node_us",   "value_bytes", "expert_gemm_tflops"};
   for (const auto& [key, value] : keys.items()) {
     if (!known.count(key)) fail("unknown key \"" + key + "\" (a typo?)");
   }
@@ -50,6 +50,7 @@ ClusterConfig load_cluster_config(const std::string& path) {
       count("gpus", 0),         count("gpus_per_node", 0),      positive("peak_tflops", 0),
       positive("memory_gb", 0), positive("intra_node_gbps", 0), positive("inter_node_gbps", 0)};
   c.gemm_tflops = positive("gemm_tflops", 0.75 * c.peak_tflops);
+  c.expert_gemm_tflops = positive("expert_gemm_tflops", c.gemm_tflops);
   c.intra_node_us = positive("intra_node_us", c.intra_node_us);
   c.inter_node_us = positive("inter_node_us", c.inter_node_us);
   c.value_bytes = count("value_bytes", c.value_bytes);

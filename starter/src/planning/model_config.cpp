@@ -112,9 +112,10 @@ ParameterCounts parameter_counts(const ModelConfig& m) {
 
 LayerFlops layer_flops_per_token(const ModelConfig& m, double seq_len) {
   const double h = m.hidden, i = m.intermediate, kvd = m.kv_dim();
-  const double matrices = 2 * h * h + 2 * h * kvd + m.experts_per_token * (m.gpt2 ? 2 : 3) * h * i +
-                          (m.mixture_of_experts() ? h * m.experts : 0);
-  return {2 * matrices, 4 * seq_len * h};
+  const double mlps = m.experts_per_token * (m.gpt2 ? 2 : 3) * h * i;
+  const double matrices =
+      2 * h * h + 2 * h * kvd + mlps + (m.mixture_of_experts() ? h * m.experts : 0);
+  return {2 * matrices, 4 * seq_len * h, m.mixture_of_experts() ? 2 * mlps : 0};
 }
 
 double head_flops_per_token(const ModelConfig& m) { return 2.0 * m.hidden * m.vocab; }

@@ -145,10 +145,14 @@ class Step {
     const double tp = p_.tp, layers = layers_;
     // Part 4: each of the micro-batch's tokens (b · s / cp on this rank) passes every matrix of
     // the stage's layers once, its queries attend all s keys; tp splits every product. The
-    // backward pass costs twice the forward; recomputation runs the layers' forward again.
-    const double layer = tokens_ * (flops_.projections + flops_.attention) / tp;
+    // backward pass costs twice the forward; recomputation runs the layers' forward again. A
+    // mixture of experts' expert MLPs run at the cluster's expert rate.
+    const double layer = tokens_ * (flops_.projections - flops_.experts + flops_.attention) / tp;
+    const double experts = tokens_ * flops_.experts / tp;
     const double head = last ? tokens_ * head_flops_per_token(m_) / tp : 0;
-    t.compute = (layers * layer * (3 + recompute_) + 3 * head) / c_.gemm_rate();
+    t.compute =
+        layers * (3 + recompute_) * (layer / c_.gemm_rate() + experts / c_.expert_gemm_rate()) +
+        3 * head / c_.gemm_rate();
     // Part 10: Megatron's f and g, two all-reduces of the (tokens, h) activations forward and
     // two backward per layer (two more when recomputing); with sequence parallelism each is a
     // reduce-scatter and an all-gather: the same bytes.

@@ -197,6 +197,36 @@ TEST_CASE("Part 13 | simulator: a collective's α-β cost on the link its group 
   });
 }
 
+TEST_CASE("Part 13 | simulator: a mixture of experts' expert MLPs run at the expert rate",
+          "[planning]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    // Mixtral on 32 A100s, ep 8 (the search's plan of the public case): the compute term is the
+    // experts' FLOPs at expert_gemm_tflops (default gemm_tflops) plus the rest at gemm_tflops.
+    // Halving the expert rate adds the experts' time once more, exactly; a dense model does not
+    // change.
+    const dtk::ClusterConfig a100 = dtk::load_cluster_config(kPublic + "a100_80gb_x32.json");
+    dtk::ClusterConfig half = a100;
+    half.expert_gemm_tflops = a100.gemm_rate() / 2e12;
+    dtk::TrainingPlan plan = plan_of(1, 1, 1, 32, 16);
+    plan.ep = 8;
+    const double tokens = 2097152, seq = 4096;
+    const dtk::SimulatedStep same = simulate(plan, mixtral(), a100, tokens, seq);
+    const dtk::SimulatedStep slower = simulate(plan, mixtral(), half, tokens, seq);
+    check.that(same.valid && slower.valid, "Mixtral, ep 8 on 32 A100s: expected a valid plan");
+    const double expert_seconds = 3 * mixtral().layers * tokens / 32 *
+                                  dtk::layer_flops_per_token(mixtral(), seq).experts /
+                                  a100.gemm_rate();
+    check_near(check, "the compute term with experts at half the rate",
+               same.time.compute + expert_seconds, slower.time.compute);
+    dtk::ClusterConfig h100_half = h100_x64();
+    h100_half.expert_gemm_tflops = h100_x64().gemm_rate() / 2e12;
+    const dtk::SimulatedStep dense = simulate(plan_of(8, 1, 1, 8, 32));
+    check.that(dense.valid, "Llama-3-8B, tp 8 dp 8 on 64 H100s: expected a valid plan");
+    check_near(check, "a dense model's compute term", dense.time.compute,
+               simulate(plan_of(8, 1, 1, 8, 32), llama3_8b(), h100_half).time.compute);
+  });
+}
+
 TEST_CASE("Part 13 | simulator: Part 8's bubble and what a planner trades", "[planning]") {
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     // p stages and m micro-batches: the busiest stage idles about (p - 1) / (m + p - 1), a little

@@ -27,11 +27,17 @@ struct ClusterConfig {
   // default 5 µs; "inter_node_us", default 10 µs), and the bytes of one number of the
   // activations, gradients and messages ("value_bytes": 2, bf16; 4 for fp32, as gpt_train).
   double gemm_tflops = 0;  // 0: the default, 0.75 · peak_tflops
+  // The rate a mixture of experts' expert MLPs run at ("expert_gemm_tflops", default
+  // gemm_tflops): smaller matrices, one per expert, and the tokens gathered to them and back.
+  double expert_gemm_tflops = 0;
   double intra_node_us = 5;
   double inter_node_us = 10;
   int value_bytes = 2;
 
   double gemm_rate() const { return (gemm_tflops > 0 ? gemm_tflops : 0.75 * peak_tflops) * 1e12; }
+  double expert_gemm_rate() const {
+    return expert_gemm_tflops > 0 ? expert_gemm_tflops * 1e12 : gemm_rate();
+  }
 };
 
 // Throws std::runtime_error with one line naming the file and the problem (missing file, not

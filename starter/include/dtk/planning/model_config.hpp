@@ -57,6 +57,7 @@ ParameterCounts parameter_counts(const ModelConfig& model);
 struct LayerFlops {
   double projections = 0;  // 2 · (attention matrices + k expert MLPs + router)
   double attention = 0;    // 4 · seq_len · h: Q Kᵀ and probabilities · V
+  double experts = 0;      // of projections, the k expert MLPs' (0 in a dense model)
 };
 LayerFlops layer_flops_per_token(const ModelConfig& model, double seq_len);
 // The output head's 2 · h · V per token (the last stage's).
