@@ -108,9 +108,10 @@ class Validation:
         """This machine as `ranks` GPUs on one node, each with its share of the cores' rates."""
         share = self.machine["gpus"] / ranks
         cluster = dict(self.machine, gpus=ranks, gpus_per_node=ranks,
-                       peak_tflops=self.machine["peak_tflops"] * share,
-                       gemm_tflops=self.machine["gemm_tflops"] * share,
                        about="this machine as %d GPUs" % ranks)
+        for rate in ("peak_tflops", "gemm_tflops", "expert_gemm_tflops"):
+            if rate in self.machine:
+                cluster[rate] = self.machine[rate] * share
         path = self.path("cluster%d.json" % ranks)
         json.dump(cluster, open(path, "w"))
         return path
