@@ -16,10 +16,12 @@ namespace {
 // A computed value graded again on the same inputs is the same, up to the last digits printed.
 constexpr double kSameValue = 1e-9;
 
-// The speed bonus a leaderboard entry "my_allreduce / MPI_Allreduce" times, or nullptr when the
-// entry is computed, not timed.
+// The function a speed bonus's leaderboard entry names: "my_allreduce / MPI_Allreduce".
+std::string timed_function(const std::string& entry) { return entry.substr(0, entry.find(" / ")); }
+
+// The speed bonus a leaderboard entry times, or nullptr when the entry is computed, not timed.
 const SpeedBonus* timing_bonus(const Manifest& manifest, const std::string& entry) {
-  const std::string function = entry.substr(0, entry.find(" / "));
+  const std::string function = timed_function(entry);
   for (const Part& part : manifest.parts) {
     const auto& bonus = part.speed_bonus;
     if (bonus && bonus->leaderboard &&
@@ -106,7 +108,7 @@ std::map<std::string, std::string> compare_leaderboards(const Manifest& manifest
     } else if (!now) {
       verdict = "changed: no entry when graded again alone";
     } else if (bonus) {
-      const std::string function = name.substr(0, name.find(" / "));
+      const std::string function = timed_function(name);
       const double points = bonus_points(first, function),
                    points_now = bonus_points(again, function);
       verdict = points == points_now ? "verified (" + formatted("%.4f", *now) + " alone)"
