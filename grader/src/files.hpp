@@ -30,7 +30,8 @@ int create_file(const std::string& path, mode_t mode);
 // std::runtime_error naming the path on failure.
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 
-// Copies a file the grader trusts (its own build products); throws on failure.
+// Copies a file the grader trusts (its own build products), with its permission bits, as
+// create_file writes; throws on failure.
 void copy_file(const std::string& from, const std::string& to);
 
 // Installs a copy of `from` (a file or a directory tree of the kit) at `to`, readable by every

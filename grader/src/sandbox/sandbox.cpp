@@ -486,6 +486,12 @@ void Sandbox::become_command(const Command& command, char* const argv[], char* c
   dup2(null, 0);
   dup2(output_fd, 1);
   dup2(output_fd, 2);
+  // Nothing else the grader holds open reaches the command, whatever another thread opened
+  // without O_CLOEXEC: a file being written there would stay open in this process (and "Text
+  // file busy" for whoever runs it), and a descriptor is a way out of the sandbox.
+  if (close_range(3, ~0U, 0) != 0) {
+    for (int fd = 3; fd < sysconf(_SC_OPEN_MAX); ++fd) close(fd);
+  }
   if (command.sandboxed) {
     const bool own_ipc = user_.enabled && ipc_namespaces_ && private_ipc();
     if (user_.enabled && mount_namespaces_ && private_mounts()) {

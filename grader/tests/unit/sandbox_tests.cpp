@@ -3,6 +3,7 @@
 // and how long a command that reports its progress may run.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -157,6 +158,32 @@ TEST_CASE("a command that reports progress goes on while it makes some, and ends
   const Outcome silent = sandbox->run(command);
   CHECK(silent.timed_out);
   CHECK(silent.seconds < 30);
+  sandbox.reset();
+  std::filesystem::remove_all(scratch);
+}
+
+TEST_CASE("a command inherits no descriptor of the grader's but its standard three", "[sandbox]") {
+  char scratch_template[] = "/tmp/dtk-sandbox-test.XXXXXX";
+  const std::string scratch = mkdtemp(scratch_template);
+  std::ostringstream log;
+  std::optional<Sandbox> sandbox;
+  sandbox.emplace(SandboxLimits{1024, 64, 256, 64, 4096, 1024}, scratch, scratch + "/home",
+                  /*use_sandbox_user=*/false, /*slot=*/0, log);
+  // As another thread of the grader may hold a copy open for writing when a command starts
+  // (libstdc++'s std::filesystem::copy_file opens without O_CLOEXEC): the command would keep
+  // it open, and running the copy would fail with "Text file busy".
+  const std::string copy = scratch + "/being-written";
+  const int open_for_writing = open(copy.c_str(), O_WRONLY | O_CREAT, 0755);
+  REQUIRE(open_for_writing >= 3);
+  Command command;
+  command.sandboxed = false;
+  command.cwd = scratch;
+  command.timeout_seconds = 30;
+  command.argv = {"sh", "-c", "ls /proc/$$/fd"};  // the shell's own, before ls opens any
+  const Outcome listed = sandbox->run(command);
+  close(open_for_writing);
+  CHECK(listed.exit_code == 0);
+  CHECK(listed.output == "0\n1\n2\n");
   sandbox.reset();
   std::filesystem::remove_all(scratch);
 }
