@@ -357,15 +357,6 @@ void run_gradings(const Options& options, const std::vector<const HandIn*>& to_g
   progress.finish();
 }
 
-// The state of a graded hand-in's speed bonus (results.json's extra_data.speed_bonus): "" when
-// it has none to time.
-std::string bonus_state(const std::string& dir) {
-  const json results = read_json(dir + "/results.json");
-  if (!results.is_object() || !results.contains("extra_data")) return "";
-  const json& extra = results["extra_data"];
-  return extra.is_object() ? extra.value("speed_bonus", "") : "";
-}
-
 // The speed bonuses the gradings left pending (or an earlier run deferred), timed one at a time
 // with nothing else of the batch running, so that a hand-in's bonus never depends on its
 // neighbours. Returns how many are still deferred (the machine was busy).
@@ -373,7 +364,8 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
                  const std::string& out, std::uint64_t seed, std::ostream& log) {
   std::vector<const HandIn*> to_time;
   for (const HandIn& hand_in : hand_ins) {
-    const std::string state = bonus_state(student_dir(out, hand_in));
+    const std::string state =
+        speed_bonus_state(read_json(student_dir(out, hand_in) + "/results.json"));
     if (state == "pending" || state == "deferred") to_time.push_back(&hand_in);
   }
   if (to_time.empty()) return 0;
@@ -390,7 +382,7 @@ int time_bonuses(const Options& options, const std::vector<HandIn>& hand_ins,
       log << "dtk-grade: timing the speed bonus of " << shown_name(to_time[i]->student)
           << " failed: see its output.txt\n";
     }
-    deferred += bonus_state(dir) != "timed";
+    deferred += speed_bonus_state(read_json(dir + "/results.json")) != "timed";
     if (isatty(STDOUT_FILENO)) {
       log << "\r[" << i + 1 << "/" << to_time.size() << "] " << deferred << " deferred\033[K"
           << std::flush;

@@ -93,6 +93,12 @@ std::vector<std::string> leaderboard_leaders(const std::vector<GradebookRow>& ro
   return leaders;
 }
 
+std::string speed_bonus_state(const json& results) {
+  if (!results.is_object() || !results.contains("extra_data")) return "";
+  const json& extra = results["extra_data"];
+  return extra.is_object() ? extra.value("speed_bonus", "") : "";
+}
+
 std::map<std::string, std::string> compare_leaderboards(const Manifest& manifest, const json& first,
                                                         const json& again) {
   std::map<std::string, std::string> verdicts;
@@ -103,7 +109,7 @@ std::map<std::string, std::string> compare_leaderboards(const Manifest& manifest
     const std::optional<double> now = entry_value(again, name);
     const SpeedBonus* bonus = timing_bonus(manifest, name);
     std::string& verdict = verdicts[name];
-    if (bonus && again.value("extra_data", json::object()).value("speed_bonus", "") == "deferred") {
+    if (bonus && speed_bonus_state(again) == "deferred") {
       verdict = "not timed again: the machine was busy";
     } else if (!now) {
       verdict = "changed: no entry when graded again alone";

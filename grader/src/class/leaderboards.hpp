@@ -34,6 +34,10 @@ std::vector<int> leaderboard_parts(const Manifest& manifest);
 // The students among the kLeaderboardChecked best of any leaderboard of `rows`, each once.
 std::vector<std::string> leaderboard_leaders(const std::vector<GradebookRow>& rows);
 
+// The state of a graded hand-in's speed bonus, from its results.json: "timed", "pending",
+// "deferred" (extra_data.speed_bonus), or "" when it has none to time.
+std::string speed_bonus_state(const nlohmann::json& results);
+
 // Each leaderboard entry of `first` (a results.json) against the same hand-in's results.json
 // graded again alone, `again`: entry name -> "verified", or what changed ("changed: 0.4410 alone,
 // 3 of 5 bonus points"), or why it could not be told ("not timed again: the machine was busy").

@@ -71,6 +71,13 @@ TEST_CASE("a timed entry must earn the same bonus points when timed again", "[le
         "not timed again: the machine was busy");
 }
 
+TEST_CASE("a speed bonus's state is read from results.json, whatever its shape", "[leaderboards]") {
+  CHECK(speed_bonus_state(results("e", 1, 5, "deferred")) == "deferred");
+  CHECK(speed_bonus_state(json::object()).empty());
+  CHECK(speed_bonus_state({{"extra_data", "not an object"}}).empty());
+  CHECK(speed_bonus_state(json::array()).empty());
+}
+
 TEST_CASE("the parts graded again are those with a leaderboard", "[leaderboards]") {
   Manifest manifest = with_timed_leaderboard();
   Part planner;
