@@ -1,6 +1,6 @@
 // The sandbox's pieces that need no sandbox user: each job slot's share of the CPUs, the
 // System V IPC objects a submission may leave behind (listed from /proc/sysvipc and removed),
-// and how long a command that reports its progress may run.
+// how long a command that reports its progress may run, and what it inherits.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -22,6 +22,30 @@
 #include "sandbox/sandbox_user.hpp"
 
 using namespace dtk::grade;
+
+namespace {
+
+// A sandbox without its user (commands run as this process's), in a scratch directory of its
+// own, removed with it.
+struct ScratchSandbox {
+  ScratchSandbox() : scratch(make_scratch()) {
+    sandbox.emplace(SandboxLimits{1024, 64, 256, 64, 4096, 1024}, scratch, scratch + "/home",
+                    /*use_sandbox_user=*/false, /*slot=*/0, log);
+  }
+  ~ScratchSandbox() {
+    sandbox.reset();
+    std::filesystem::remove_all(scratch);
+  }
+  static std::string make_scratch() {
+    char scratch_template[] = "/tmp/dtk-sandbox-test.XXXXXX";
+    return mkdtemp(scratch_template);
+  }
+  const std::string scratch;
+  std::ostringstream log;
+  std::optional<Sandbox> sandbox;
+};
+
+}  // namespace
 
 TEST_CASE("one slot grades on every CPU; slots side by side share them out", "[sandbox]") {
   const std::vector<int> two = {0, 1}, four = {4, 5, 6, 7}, three = {0, 2, 5};
@@ -130,12 +154,8 @@ TEST_CASE("a user's System V IPC objects are found and removed, and nobody else'
 
 TEST_CASE("a command that reports progress goes on while it makes some, and ends once it stops",
           "[sandbox]") {
-  char scratch_template[] = "/tmp/dtk-sandbox-test.XXXXXX";
-  const std::string scratch = mkdtemp(scratch_template);
-  std::ostringstream log;
-  std::optional<Sandbox> sandbox;
-  sandbox.emplace(SandboxLimits{1024, 64, 256, 64, 4096, 1024}, scratch, scratch + "/home",
-                  /*use_sandbox_user=*/false, /*slot=*/0, log);
+  const ScratchSandbox box;
+  const std::string& scratch = box.scratch;
   const std::string progress_file = scratch + "/progress";
   Command command;
   command.sandboxed = false;
@@ -150,25 +170,19 @@ TEST_CASE("a command that reports progress goes on while it makes some, and ends
   // Longer in all than idle_seconds, never that long without writing: it runs to its end.
   command.argv = {"sh", "-c",
                   "for i in 1 2 3 4 5 6 7 8 9 10; do echo x >> progress; sleep 0.25; done"};
-  const Outcome writing = sandbox->run(command);
+  const Outcome writing = box.sandbox->run(command);
   CHECK_FALSE(writing.timed_out);
   CHECK(writing.exit_code == 0);
   // Silent: ended after idle_seconds, long before the cap.
   command.argv = {"sleep", "30"};
-  const Outcome silent = sandbox->run(command);
+  const Outcome silent = box.sandbox->run(command);
   CHECK(silent.timed_out);
   CHECK(silent.seconds < 30);
-  sandbox.reset();
-  std::filesystem::remove_all(scratch);
 }
 
 TEST_CASE("a command inherits no descriptor of the grader's but its standard three", "[sandbox]") {
-  char scratch_template[] = "/tmp/dtk-sandbox-test.XXXXXX";
-  const std::string scratch = mkdtemp(scratch_template);
-  std::ostringstream log;
-  std::optional<Sandbox> sandbox;
-  sandbox.emplace(SandboxLimits{1024, 64, 256, 64, 4096, 1024}, scratch, scratch + "/home",
-                  /*use_sandbox_user=*/false, /*slot=*/0, log);
+  const ScratchSandbox box;
+  const std::string& scratch = box.scratch;
   // As another thread of the grader may hold a copy open for writing when a command starts
   // (libstdc++'s std::filesystem::copy_file opens without O_CLOEXEC): the command would keep
   // it open, and running the copy would fail with "Text file busy".
@@ -180,10 +194,8 @@ TEST_CASE("a command inherits no descriptor of the grader's but its standard thr
   command.cwd = scratch;
   command.timeout_seconds = 30;
   command.argv = {"sh", "-c", "ls /proc/$$/fd"};  // the shell's own, before ls opens any
-  const Outcome listed = sandbox->run(command);
+  const Outcome listed = box.sandbox->run(command);
   close(open_for_writing);
   CHECK(listed.exit_code == 0);
   CHECK(listed.output == "0\n1\n2\n");
-  sandbox.reset();
-  std::filesystem::remove_all(scratch);
 }
