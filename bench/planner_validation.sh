@@ -17,8 +17,10 @@
 #
 # Each run: the default GPT (4 layers, hidden 256, 4 heads, sequences of 128, 32 per step; 4
 # experts, top 2, for expert parallelism), 6 steps, the step time the mean of steps 2 to 6
-# (gpt_train's --report); peak bytes: parameters, gradients, optimizer states, activations and
-# transient buffers of the fullest rank. The simulated cluster: R ranks on one node, each with
+# (gpt_train's --report); peak bytes of the fullest rank: its model states (parameters, gradients,
+# optimizer states) and activations, which the simulator counts alike, then its transient buffers
+# apart (gpt_train keeps every layer's outputs and gradients between steps, a GPU framework frees
+# them; the simulator counts the logits and ZeRO-3's gathered layers). The simulated cluster: R ranks on one node, each with
 # 1 / R of the calibration's rates (R ranks share the cores; more ranks than cores also share
 # them with the scheduler, which the simulator does not model). The calibration comes from a
 # one-rank run, so dp = 1 agrees by construction, up to the load: the other layouts are the test.

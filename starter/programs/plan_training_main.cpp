@@ -69,6 +69,11 @@ constexpr std::pair<const char*, const char*> kCsvColumns[] = {
     {"pipeline", "... sending activations between stages (Part 8)"},
     {"bubble", "... in the pipeline's bubble (Part 8)"},
     {"data_parallel", "... summing gradients, ZeRO's gathers (Parts 6, 9)"},
+    {"parameters_gb", "the fullest GPU's memory of parameters, GB (Part 9)"},
+    {"gradients_gb", "... of gradients"},
+    {"optimizer_gb", "... of the optimizer's states"},
+    {"activations_gb", "... of activations kept for the backward (Part 4)"},
+    {"transient_gb", "... of transient buffers (the logits, ZeRO-3's gathered layers)"},
     {"why_invalid", "the simulator's reason, quoted (\"\" when valid)"}};
 
 struct Options {
@@ -179,7 +184,8 @@ dtk::TrainingPlan parse_plan_line(const std::string& line, const dtk::ClusterCon
   return plan;
 }
 
-std::string seconds(double value) {
+// A figure as the CSV and the summary print it: four significant digits.
+std::string four_digits(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.4g", value);
   return text;
@@ -206,11 +212,15 @@ void print_csv(std::istream& plans, const dtk::ModelConfig& model,
     const dtk::SimulatedStep step =
         dtk::simulate_training_step(model, cluster, plan, o.tokens, static_cast<int>(o.seq));
     const dtk::StepTime& t = step.time;
-    std::cout << dtk::plan_text(plan) << "," << step.valid << "," << seconds(step.step_seconds)
-              << "," << seconds(step.peak_memory_gb) << "," << seconds(step.mfu);
+    std::cout << dtk::plan_text(plan) << "," << step.valid << "," << four_digits(step.step_seconds)
+              << "," << four_digits(step.peak_memory_gb) << "," << four_digits(step.mfu);
     for (double term : {t.compute, t.tensor_parallel, t.context_parallel, t.expert_parallel,
                         t.pipeline, t.bubble, t.data_parallel}) {
-      std::cout << "," << seconds(term);
+      std::cout << "," << four_digits(term);
+    }
+    const dtk::StepMemory& m = step.memory;
+    for (double gigabytes : {m.parameters, m.gradients, m.optimizer, m.activations, m.transient}) {
+      std::cout << "," << four_digits(gigabytes);
     }
     std::cout << "," << quoted(step.why_invalid) << "\n";
   }
@@ -242,9 +252,10 @@ void print_simulation(const dtk::TrainingPlan& plan, const dtk::SimulatedStep& s
   std::printf(
       "  time per step, s: compute %s, tensor parallel %s, context parallel %s, expert "
       "parallel %s, pipeline sends %s, bubble %s, data parallel %s\n",
-      seconds(t.compute).c_str(), seconds(t.tensor_parallel).c_str(),
-      seconds(t.context_parallel).c_str(), seconds(t.expert_parallel).c_str(),
-      seconds(t.pipeline).c_str(), seconds(t.bubble).c_str(), seconds(t.data_parallel).c_str());
+      four_digits(t.compute).c_str(), four_digits(t.tensor_parallel).c_str(),
+      four_digits(t.context_parallel).c_str(), four_digits(t.expert_parallel).c_str(),
+      four_digits(t.pipeline).c_str(), four_digits(t.bubble).c_str(),
+      four_digits(t.data_parallel).c_str());
   const dtk::StepMemory& m = step.memory;
   std::printf(
       "  memory of the fullest GPU, GB: parameters %.2f, gradients %.2f, optimizer %.2f, "

@@ -38,6 +38,13 @@ expect 0 '^tp=2 cp=1 pp=1 dp=32 ep=1 microbatches=8 zero=1 sp 1f1b,1,[0-9.]+,[0-
   "${case_args[@]}" --plans "$scratch/plans"
 expect 0 '^tp=16 .*,0,0,0,0,.*"tp = 16 does not divide' "${case_args[@]}" --plans - < "$scratch/plans"
 [ "$(grep -c . "$scratch/out")" = 3 ] || fail "--plans: expected a header and 2 rows"
+# The memory columns are the peak's parts (to the four digits each is printed with).
+python3 - "$scratch/out" << 'PYTHON' || fail "--plans: the memory columns do not add up to peak_memory_gb"
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+parts = sum(float(row[k + "_gb"]) for k in ("parameters", "gradients", "optimizer", "activations", "transient"))
+sys.exit(abs(parts - float(row["peak_memory_gb"])) > 1e-3 * float(row["peak_memory_gb"]))
+PYTHON
 expect 0 '^usage: plan_training' --help
 # --json: the plan simulated, as JSON in TrainingPlan's order, for gpt_train --plan.
 expect 0 '^Plan: tp=8 cp=1 pp=2 dp=4 ep=1 microbatches=16 zero=1 sp 1f1b$' "${case_args[@]}" \
