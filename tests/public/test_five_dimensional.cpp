@@ -8,6 +8,7 @@
 // activations of 1 MB and more. The grid is checked by hand on one grid and, on others, by what
 // any grid's groups must be; the boundary by sending a tensor from one stage to the other.
 #include "dtk_test.hpp"
+#include "tagged_tensors.hpp"
 
 #include <xtensor/xadapt.hpp>
 
@@ -26,8 +27,12 @@ namespace {
 
 constexpr int kRanks = 4;
 
+using dtk::testing::describe_tag;
 using dtk::testing::expect_invalid_argument;
+using dtk::testing::Kind;
 using dtk::testing::report_first_few;
+using dtk::testing::shape_text;
+using dtk::testing::tagged;
 
 // "F0.1 B2.0 ...": F0.1 is the forward of micro-batch 0 through the rank's chunk 1.
 std::string schedule_text(const std::vector<dtk::ChunkStep>& steps) {
@@ -149,42 +154,8 @@ std::vector<dtk::ChunkStep> forwards_then_backwards(int v, int m, bool reversed 
 
 // ----------------------------------- 14.2's chunks ------------------------------------------
 
-enum class Kind { Activation, Gradient };
-
-// Every value says what it is: the activation leaving model chunk c of micro-batch mb is
-// +(1000 (c + 2) + mb + (element % 8)/8), the data (c = -1) included; the gradient entering
-// chunk c from chunk c + 1 is the negative of the same formula (the loss gradient: c = pV).
-template <class T>
-T tag_value(Kind kind, int chunk, int mb, std::size_t element) {
-  const double value = 1000.0 * (chunk + 2) + mb + static_cast<double>(element % 8) / 8;
-  return static_cast<T>(kind == Kind::Activation ? value : -value);
-}
-
-template <class T>
-xt::xtensor<T, 2> tagged(Kind kind, int chunk, int mb, const std::array<std::size_t, 2>& shape) {
-  xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape(shape);
-  for (std::size_t e = 0; e < out.size(); ++e) out.data()[e] = tag_value<T>(kind, chunk, mb, e);
-  return out;
-}
-
-std::string describe(double value, int chunks) {
-  const double magnitude = std::abs(value);
-  const int chunk = static_cast<int>(magnitude / 1000) - 2;
-  const std::string mb = "micro-batch " + std::to_string(static_cast<int>(magnitude) % 1000);
-  if (chunk < -1 || chunk > chunks) return "a value no chunk sent (" + std::to_string(value) + ")";
-  if (value > 0) {
-    return chunk == -1 ? mb + " of the data"
-                       : "model chunk " + std::to_string(chunk) + "'s activation of " + mb;
-  }
-  return chunk == chunks ? "the loss gradient of " + mb
-                         : "model chunk " + std::to_string(chunk) + "'s input gradient of " + mb;
-}
-
-std::string shape_text(const std::array<std::size_t, 2>& shape) {
-  std::ostringstream text;
-  text << "(" << shape[0] << ", " << shape[1] << ")";
-  return text.str();
-}
+// Their tensors say where they come from (tests/harness/tagged_tensors.hpp): piece c is the
+// model's chunk c, the data is -1 and the loss pV.
 
 // The model's chunk `chunk` of `chunks`. It records its calls and checks every input is exactly
 // what the chunk before (or the data, or the loss) made for that micro-batch. The activation
@@ -253,8 +224,9 @@ class TracingChunk : public dtk::PipelineStage<T> {
     }
     for (std::size_t e = 0; e < expected.size(); ++e) {
       if (actual.data()[e] != expected.data()[e]) {
-        problem(call + " got " + describe(actual.data()[e], chunks_) + " (element " +
-                std::to_string(e) + "), expected " + describe(expected.data()[e], chunks_));
+        problem(call + " got " + describe_tag(actual.data()[e], chunks_, "model chunk") +
+                " (element " + std::to_string(e) + "), expected " +
+                describe_tag(expected.data()[e], chunks_, "model chunk"));
         return;
       }
     }

@@ -5,6 +5,7 @@
 // force for the partition); the executor is driven by a stage of this file whose tensors say
 // where they come from, and the last cases send activations of 1 MB and more.
 #include "dtk_test.hpp"
+#include "tagged_tensors.hpp"
 
 #include <cmath>
 #include <functional>
@@ -19,8 +20,12 @@ namespace {
 
 constexpr int kRanks = 4;
 
+using dtk::testing::describe_tag;
 using dtk::testing::expect_invalid_argument;
+using dtk::testing::Kind;
 using dtk::testing::report_first_few;
+using dtk::testing::shape_text;
+using dtk::testing::tagged;
 
 std::string list_text(const std::vector<int>& values) {
   std::string text = "{";
@@ -188,47 +193,8 @@ std::vector<int> members(dtk::Communicator& comm, int world_rank) {
 
 // ----------------------------------- 8.5 ----------------------------------------------------
 
-// Tensors that say where they come from. Every value of a tensor encodes its kind (activation
-// > 0, gradient < 0), the stage that made it (stage -1 is the data, stage p the loss) and its
-// micro-batch: +-(1000 * (stage + 2) + mb + (element % 8) / 8). So 2003.5 is element 4 (or 12,
-// ...) of stage 0's activation of micro-batch 3, and -5001 element 0 of the loss gradient of
-// micro-batch 1 in a pipeline of 3 stages. All values are exact in float.
-enum class Kind { Activation, Gradient };
-
-template <class T>
-T tag_value(Kind kind, int stage, int mb, std::size_t element) {
-  const double value = 1000.0 * (stage + 2) + mb + static_cast<double>(element % 8) / 8;
-  return static_cast<T>(kind == Kind::Activation ? value : -value);
-}
-
-template <class T>
-xt::xtensor<T, 2> tagged(Kind kind, int stage, int mb, const std::array<std::size_t, 2>& shape) {
-  xt::xtensor<T, 2> out = xt::xtensor<T, 2>::from_shape(shape);
-  for (std::size_t e = 0; e < out.size(); ++e) out.data()[e] = tag_value<T>(kind, stage, mb, e);
-  return out;
-}
-
-// What a tagged value is, in words, for the failure messages.
-std::string describe(double value, int num_stages) {
-  const double magnitude = std::abs(value);
-  const int stage = static_cast<int>(magnitude / 1000) - 2;
-  const std::string mb = "micro-batch " + std::to_string(static_cast<int>(magnitude) % 1000);
-  if (stage < -1 || stage > num_stages) {
-    return "a value no stage sent (" + std::to_string(value) + ")";
-  }
-  if (value > 0) {
-    return stage == -1 ? mb + " of the data"
-                       : "stage " + std::to_string(stage) + "'s activation of " + mb;
-  }
-  return stage == num_stages ? "the loss gradient of " + mb
-                             : "stage " + std::to_string(stage) + "'s input gradient of " + mb;
-}
-
-std::string shape_text(const std::array<std::size_t, 2>& shape) {
-  std::ostringstream text;
-  text << "(" << shape[0] << ", " << shape[1] << ")";
-  return text.str();
-}
+// Its tensors say where they come from (tests/harness/tagged_tensors.hpp): piece s is stage s,
+// the data is -1 and the loss p.
 
 // One stage of a pipeline for the executor tests. It records the order of the calls it gets
 // and checks that every input is exactly what its neighbour (or the data, or the loss) made
@@ -296,8 +262,9 @@ class TracingStage : public dtk::PipelineStage<T> {
     }
     for (std::size_t e = 0; e < expected.size(); ++e) {
       if (actual.data()[e] != expected.data()[e]) {
-        problem(call + " got " + describe(actual.data()[e], num_stages_) + " (element " +
-                std::to_string(e) + "), expected " + describe(expected.data()[e], num_stages_));
+        problem(call + " got " + describe_tag(actual.data()[e], num_stages_, "stage") +
+                " (element " + std::to_string(e) + "), expected " +
+                describe_tag(expected.data()[e], num_stages_, "stage"));
         return;
       }
     }
@@ -558,6 +525,9 @@ TEST_CASE(
 }
 
 // ----------------------------------- 8.5 ----------------------------------------------------
+
+// Its tensors say where they come from (tests/harness/tagged_tensors.hpp): piece s is stage s,
+// the data is -1 and the loss p.
 
 TEMPLATE_TEST_CASE("Part 8 | run_pipeline_schedule: GPipe and 1F1B, small activations", "[part8]",
                    float, double) {
