@@ -13,8 +13,10 @@ usage: planner_validation.py BUILD_DIR GPT_TRAIN MACHINE_JSON [--csv FILE] [--sv
 """
 import argparse
 import csv
+import html
 import io
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -224,17 +226,20 @@ def write_csv(path, rows):
                           r["simulated_transient"], r.get("skipped", "")])
 
 
-def write_svg(path, rows):
-    """Simulated against measured step time, one point per layout (the measured range as a bar),
-    with the diagonal and the 1.25x band."""
-    rows = [r for r in rows if "measured_s" in r]
-    top = max(max(r["slowest_s"], r["simulated_s"]) for r in rows) * 1.1
-    size, left, bottom = 360, 60, 400
+def tick_step(raw):
+    """The round step (1, 2, 2.5 or 5 times a power of ten) at least `raw`."""
+    power = 10 ** math.floor(math.log10(raw))
+    return next(power * f for f in (1, 2, 2.5, 5, 10) if power * f >= raw)
+
+
+def scatter(left, title, unit, rows, measured, spread, simulated):
+    """One panel: simulated against measured, a point per layout (`spread`: its measured range, a
+    bar), the diagonal and the 1.25x band; SVG elements, the panel's left edge at `left`."""
+    top = 4 * tick_step(max(max(max(spread(r)), simulated(r)) for r in rows) * 1.05 / 4)
+    size, bottom = 360, 400
     x = lambda v: left + size * v / top
     y = lambda v: bottom - size * v / top
-    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="11" role="img" aria-label="simulated against measured step time">' % (left + size + 30, bottom + 50),
-         '<text x="%d" y="18" font-size="13">gpt_train: simulated against measured seconds per step</text>' % left,
+    s = ['<text x="%d" y="18" font-size="13">%s</text>' % (left, html.escape(title)),
          '<polygon points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="#e8f0e0"/>' % (
              x(0), y(0), x(top / GOAL), y(top), x(top), y(top), x(top), y(top / GOAL)),
          '<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="4 3"/>' % (x(0), y(0), x(top), y(top)),
@@ -242,22 +247,43 @@ def write_svg(path, rows):
          '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#333"/>' % (left, bottom, left, bottom - size)]
     for k in range(5):
         v = top * k / 4
-        s.append('<text x="%.1f" y="%d" text-anchor="middle">%.2f</text>' % (x(v), bottom + 14, v))
-        s.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 6, y(v) + 4, v))
-    s.append('<text x="%d" y="%d" text-anchor="middle">measured s (median of %d; bar: range)</text>' % (left + size / 2, bottom + 32, REPEATS))
-    s.append('<text transform="translate(16,%d) rotate(-90)" text-anchor="middle">simulated s</text>' % (bottom - size / 2))
-    colours = {1: "#333333", 2: "#4878a8", 4: "#e0a030", 8: "#b04040"}
+        s.append('<text x="%.1f" y="%d" text-anchor="middle">%g</text>' % (x(v), bottom + 14, v))
+        s.append('<text x="%d" y="%.1f" text-anchor="end">%g</text>' % (left - 6, y(v) + 4, v))
+    s.append('<text x="%d" y="%d" text-anchor="middle">measured %s</text>' % (left + size / 2, bottom + 32, html.escape(unit)))
+    s.append('<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle">simulated</text>' % (left - 44, bottom - size / 2))
     for r in rows:
-        c = colours.get(r["ranks"], "#666")
-        s.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>' % (
-            x(r["fastest_s"]), y(r["simulated_s"]), x(r["slowest_s"]), y(r["simulated_s"]), c))
+        c = COLOURS.get(r["ranks"], "#666")
+        low, high = spread(r)
+        if high > low:
+            s.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>' % (
+                x(low), y(simulated(r)), x(high), y(simulated(r)), c))
         s.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %d ranks</title></circle>' % (
-            x(r["measured_s"]), y(r["simulated_s"]), c, r["plan"], r["ranks"]))
-    for i, (ranks, c) in enumerate(sorted(colours.items())):
+            x(measured(r)), y(simulated(r)), c, html.escape(r["plan"]), r["ranks"]))
+    return s
+
+
+COLOURS = {1: "#333333", 2: "#4878a8", 4: "#e0a030", 8: "#b04040"}
+
+
+def write_svg(path, rows):
+    """Two panels, simulated against measured: the step time (the measured range as a bar), and the
+    fullest rank's model states and activations (what both count; its transient buffers left out)."""
+    rows = [r for r in rows if "measured_s" in r]
+    left, width = 60, 450
+    s = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="450" font-family="sans-serif" '
+         'font-size="11" role="img" aria-label="simulated against measured step time and memory">'
+         % (left + 2 * width - 60)]
+    s += scatter(left, "gpt_train's step, simulated against measured", "s (median of %d; bar: range)" % REPEATS,
+                 rows, lambda r: r["measured_s"], lambda r: (r["fastest_s"], r["slowest_s"]),
+                 lambda r: r["simulated_s"])
+    s += scatter(left + width, "model states and activations, fullest rank", "MB", rows,
+                 lambda r: r["measured_bytes"] / 1e6, lambda r: (r["measured_bytes"] / 1e6,) * 2,
+                 lambda r: r["simulated_bytes"] / 1e6)
+    for i, (ranks, c) in enumerate(sorted(COLOURS.items())):
         s.append('<circle cx="%d" cy="%d" r="3.5" fill="%s"/><text x="%d" y="%d">%d rank%s</text>' % (
             left + 12, 40 + 15 * i, c, left + 20, 44 + 15 * i, ranks, "" if ranks == 1 else "s"))
     s.append('<rect x="%d" y="%d" width="8" height="8" fill="#e8f0e0"/><text x="%d" y="%d">within '
-             '%.2fx</text>' % (left + 8, 36 + 15 * len(colours), left + 20, 44 + 15 * len(colours), GOAL))
+             '%.2fx</text>' % (left + 8, 36 + 15 * len(COLOURS), left + 20, 44 + 15 * len(COLOURS), GOAL))
     s.append("</svg>")
     open(path, "w").write("\n".join(s) + "\n")
 
