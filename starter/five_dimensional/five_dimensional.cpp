@@ -27,11 +27,10 @@ namespace dtk {
 
 std::vector<ChunkStep> interleaved_schedule(int rank, int num_ranks, int num_chunks,
                                             int num_microbatches) {
-  // TODO (Part 14.1): the header's three rules are the whole contract. Write the order of the
-  // m · V forwards (and of the backwards) as a function of their index k first, and check it on
-  // the header's example before you interleave. Traps: the backward order reverses the chunks,
-  // not the micro-batches; the warm-up is capped by the number of forwards; check the arguments
-  // first (std::invalid_argument naming the argument).
+  // TODO (Part 14.1): the header's three rules are the whole contract, and its example is a
+  // case to check by hand. Traps: the backward order reverses the chunks, not the
+  // micro-batches; the warm-up is capped by the number of forwards; check the arguments first
+  // (std::invalid_argument naming the argument).
   throw NotImplemented("interleaved_schedule", "five_dimensional/five_dimensional.cpp");
 }
 
@@ -52,7 +51,7 @@ void run_interleaved_schedule(const std::vector<PipelineStage<T>*>& chunks,
 // ----------------------------------- 14.3 -------------------------------------------------------
 
 GridCoordinates grid_coordinates(const GridShape& grid, int world_rank) {
-  // TODO (Part 14.3): invert the header's formula for the world rank. Traps: which axis is
+  // TODO (Part 14.3): the header's formula for the world rank is the contract. Traps: which axis is
   // fastest (a 16-rank grid of 2s cannot tell tp from pp by its sizes: test with four different
   // ones); ep_idx comes from dp_idx, not from the world rank; check every argument first.
   throw NotImplemented("grid_coordinates", "five_dimensional/five_dimensional.cpp");

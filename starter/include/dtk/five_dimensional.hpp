@@ -10,8 +10,10 @@
 // stages"). With p = 2 and V = 2, rank 0 holds model chunks 0 and 2, rank 1 chunks 1 and 3.
 // A micro-batch's forward visits model chunks 0, 1, ..., pV - 1 in turn, so it goes round the
 // ranks V times: rank p - 1's chunk v hands its activation to rank 0's chunk v + 1. Its
-// backward goes the other way round. A bad argument throws std::invalid_argument with a message
-// naming the function and the argument.
+// backward goes the other way round.
+//
+// Every function of this part: a bad argument (what its "Requires" rules out) throws
+// std::invalid_argument with a message naming the function and the argument.
 #pragma once
 
 #include <array>
@@ -121,11 +123,11 @@ enum class GridGroup {
   Data,      // all but dp: the replicas of its model slice, fed other sequences
   Expert,    // all but dp, within its run of ep consecutive dp indices (Part 12's ep_comm)
   Pipeline,  // all but pp: its counterpart in every stage (Part 8's pp_comm)
-  // The gradient sums. A parameter's gradient must be summed over every rank that holds the
-  // same slice of it and saw other tokens of the batch.
+  // The gradient sums. A parameter's gradient is summed over every rank that holds the same
+  // slice of that parameter, whichever tokens of the batch it saw (the rank itself included).
   DenseGradients,   // of a parameter outside the experts
-  ExpertGradients,  // of an expert's parameter (the ranks that hold the same experts)
-  Stage,            // all but pp, tp, cp and dp: every rank of its pipeline stage
+  ExpertGradients,  // of an expert's parameter (a slice of the same experts)
+  Stage,            // all but tp, cp and dp: every rank of its pipeline stage
 };
 
 // This rank's coordinates. Requires every size >= 1, ep dividing dp and 0 <= world_rank <
