@@ -4,10 +4,10 @@
 For each layout: plan_training simulates the plan and writes it as JSON (--json), gpt_train runs
 that file (--plan) three times, and the table shows the measured step time (median, and the
 range) and the fullest rank's peak bytes beside the simulation's: its model states and
-activations, the simulator's terms, and apart from them its transient buffers (gpt_train keeps every
-layer's outputs and gradients between steps; the simulator counts the logits and ZeRO-3's gathered
-layers only). Then, for each rank count, the
-plan the planner picks for this machine is run too and set against the fastest layout measured.
+activations, which both count, and apart from them its transient buffers (gpt_train keeps every
+layer's outputs and gradients between steps; the simulator counts the logits and ZeRO-3's
+gathered layers only). Then, for each rank count, the plan the planner picks for this machine is
+run too and set against the fastest layout measured.
 
 usage: planner_validation.py BUILD_DIR GPT_TRAIN MACHINE_JSON [--csv FILE] [--svg FILE]
 """
@@ -160,10 +160,9 @@ class Validation:
                 report = self.report(ranks, flags, "run")
                 history = report["history"]
                 steps.append((history[-1]["seconds"] - history[0]["seconds"]) / (len(history) - 1))
-                fullest = max(report["ranks"],
-                              key=lambda r: sum(r["peak_bytes"][k] for k in MODELLED))
-                peaks.append((sum(fullest["peak_bytes"][k] for k in MODELLED),
-                              fullest["peak_bytes"]["transient"]))
+                kept = lambda rank: sum(rank["peak_bytes"][k] for k in MODELLED)
+                fullest = max(report["ranks"], key=kept)
+                peaks.append((kept(fullest), fullest["peak_bytes"]["transient"]))
         except RuntimeError as refusal:
             row["skipped"] = str(refusal)
             return row
