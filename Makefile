@@ -58,10 +58,14 @@ unit-tests: configure
 	$(BUILD_DIR)/grader/dtk_grade_unit_tests
 
 # An assignment's student bundle (ASSIGNMENT, default 1): starter, public tests, handout, figs;
-# no solutions, no hidden tests. Always repacked, from the tree as it is now.
+# no solutions, no hidden tests. Always repacked, from the tree as it is now; the earlier parts'
+# reference an assignment's programs call (release/assignment<N>-reference.txt) is compiled first.
 .PHONY: release
 release:
-	scripts/make-release.sh dist $(ASSIGNMENT) $(MANIFEST)
+	@if [ -f release/assignment$(ASSIGNMENT)-reference.txt ]; then \
+	  $(MAKE) --no-print-directory configure && \
+	  cmake --build $(BUILD_DIR) -j$(JOBS) --target dtk_release_references; fi
+	DTK_BUILD_DIR=$(BUILD_DIR) scripts/make-release.sh dist $(ASSIGNMENT) $(MANIFEST)
 
 # Gradescope's autograder of one assignment (default 1): dist/autograder-assignment<N>.zip.
 .PHONY: autograder.zip

@@ -14,7 +14,15 @@
 #                                   knows the assignment: `make handin.tar` packs its files)
 #   AGENTS.md                       the rules for students' AI coding assistants, from release/
 # What belongs to one assignment only is declared in release/assignment<N>.txt (public tests,
-# programs, data) and, in handout.md, between <!-- dtk:only N --> and <!-- dtk:end -->.
+# programs, data; a path two assignments' lists name ships in both bundles) and, in handout.md,
+# between <!-- dtk:only N --> and <!-- dtk:end -->.
+#
+# An assignment whose programs call earlier assignments' student files (assignment 4's gpt_train
+# calls Parts 8 and 10-12) lists them in release/assignment<N>-reference.txt: the bundle carries
+# their reference compiled, never as source, as starter/prebuilt/libdtk_reference.a with the list
+# beside it (starter/CMakeLists.txt links it). The kit's build makes that archive
+# (build/release/libdtk_reference_assignment<N>.a; `make release` builds it first; DTK_BUILD_DIR
+# names another build directory).
 #
 # A part the assignment's manifest disables ("enabled": false) is not assigned: its stubs are
 # cut from the student files (between // dtk:part N and // dtk:end), its reference ships as
@@ -51,6 +59,18 @@ shipped=(starter tests/harness tests/public handout.md figs docs/measurements.md
 for path in "${shipped[@]}" release/CMakeLists.txt release/Makefile release/AGENTS.md; do
   [ -e "$root/$path" ] || die "$path is missing: the bundle needs it"
 done
+# The earlier assignments' reference, compiled, where this assignment's programs call it: built
+# from the solutions as they are now.
+reference_list=$root/release/assignment$assignment-reference.txt
+if [ -f "$reference_list" ]; then
+  reference_archive=${DTK_BUILD_DIR:-$root/build}/release/libdtk_reference_assignment$assignment.a
+  [ -f "$reference_archive" ] ||
+    die "$reference_archive is missing: \`make release ASSIGNMENT=$assignment\` builds it (cmake --build build --target dtk_release_references)"
+  for file in $(listed "$reference_list"); do
+    [ "$reference_archive" -nt "$root/solutions/$file" ] ||
+      die "$reference_archive is older than solutions/$file: rebuild it (cmake --build build --target dtk_release_references)"
+  done
+fi
 
 # The starter's student files must still be the stubs: a reference file copied into starter/
 # (to try it out, say) would otherwise be released to every student.
@@ -76,18 +96,26 @@ cp "$root/release/CMakeLists.txt" "$root/release/AGENTS.md" "$staging/$bundle/"
   cat "$root/release/Makefile"
 } > "$staging/$bundle/Makefile"
 
-# The other assignments: their student files, their lists, their own tests and programs.
+# The other assignments: their student files, their lists, their own tests and programs (but
+# what this assignment's list names too).
+mapfile -t own_paths < <(listed "$root/release/assignment$assignment.txt")
 for list in "$root"/starter/handin/assignment*.txt; do
   other=$(basename "$list" .txt)
   other=${other#assignment}
   [ "$other" != "$assignment" ] || continue
   for file in $(listed "$list"); do rm -f "$staging/$bundle/starter/$file"; done
-  for path in $(listed "$root/release/assignment$other.txt"); do rm -rf "$staging/$bundle/$path"; done
+  for path in $(listed "$root/release/assignment$other.txt"); do
+    [[ " ${own_paths[*]} " == *" $path "* ]] || rm -rf "$staging/$bundle/$path"
+  done
   rm "$staging/$bundle/starter/handin/assignment$other.txt"
 done
-# What binds several assignments' student files together: the kit's only.
-for path in $(listed "$root/release/kit-only.txt"); do rm -rf "$staging/$bundle/$path"; done
 find "$staging/$bundle/starter" -type d -empty -delete
+if [ -f "$reference_list" ]; then
+  mkdir "$staging/$bundle/starter/prebuilt"
+  cp "$reference_archive" "$staging/$bundle/starter/prebuilt/libdtk_reference.a"
+  cp "$reference_list" "$staging/$bundle/starter/prebuilt/reference.txt"
+  touch -r "$reference_list" "$staging/$bundle/starter/prebuilt"/*  # packs to the same bytes
+fi
 
 # The student files without their markers and without the disabled parts' stubs; the disabled
 # parts' reference, as provided code beside them.

@@ -1,7 +1,7 @@
 // The students' functions of Part 14 (assignment 4) bound to gpt_train: its grid of ranks, each
 // rank's coordinates and groups (14.3), and its interleaved pipeline (--schedule interleaved
 // --virtual V): each pipeline rank's schedule (14.1) and its executor (14.2). Built where the
-// tree holds Part 14 (programs/assignment3.cmake).
+// tree has Parts 8 and 14 (programs/gpt_train.cmake).
 #include <dtk/five_dimensional.hpp>
 
 #include "gpt_train.hpp"

@@ -1,7 +1,7 @@
 // The students' functions of Part 15 (assignment 4) bound to gpt_train: --bucket_mb X sums the
 // data-parallel gradients in buckets of X MB (15.1's assign_buckets, the first bucket as large as
-// the others) reduced during the backward by 15.2's GradientBuckets. Built where the tree holds
-// assignment 4 (programs/assignment3.cmake).
+// the others) reduced during the backward by 15.2's GradientBuckets. Built where the tree has
+// Part 15 (programs/gpt_train.cmake).
 #include <memory>
 
 #include <dtk/overlap.hpp>

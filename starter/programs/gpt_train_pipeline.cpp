@@ -1,7 +1,7 @@
 // The students' functions of Part 8 (assignment 2) bound to gpt_train's pipeline (--pp,
 // --microbatches): the stages' pieces (8.1), each stage's schedule (8.3) and its executor (8.5).
-// Built where the tree holds Part 8 (programs/assignment3.cmake): assignment 3's bundle runs no
-// pipeline.
+// Built where the tree has Part 8 (programs/gpt_train.cmake): the kit, and assignment 4's
+// bundle (its reference, compiled); assignment 3's bundle runs no pipeline.
 #include <dtk/pipeline.hpp>
 
 #include "gpt_train.hpp"

@@ -179,23 +179,43 @@ class BundleTest:
                            f"{self.root}/solutions", scan, *self.student_files]).returncode != 0:
             s.fail("the bundle contains reference code")
 
+    def check_prebuilt_reference(self):
+        """The earlier assignments' reference this assignment's programs call
+        (release/assignment<N>-reference.txt) is in the bundle compiled, those files' objects
+        and nothing else; a bundle with no such list carries none."""
+        s, bundle = self.s, self.bundle
+        reference_list = f"{self.root}/release/assignment{self.assignment}-reference.txt"
+        prebuilt = f"{bundle}/starter/prebuilt"
+        if not os.path.exists(reference_list):
+            if os.path.exists(prebuilt):
+                s.fail("the bundle carries starter/prebuilt/, but this assignment lists no "
+                       "reference to carry")
+            return
+        if read(f"{prebuilt}/reference.txt") != read(reference_list):
+            s.fail(f"starter/prebuilt/reference.txt is not {reference_list}")
+        members = sorted(output("ar", "t", f"{prebuilt}/libdtk_reference.a").split())
+        expected = sorted(os.path.basename(f) + ".o" for f in listed(reference_list))
+        if members != expected:
+            s.fail(f"starter/prebuilt/libdtk_reference.a holds {' '.join(members)}, expected the "
+                   f"listed files' objects only: {' '.join(expected)}")
+
     def check_other_assignments_left_out(self):
         """Nothing of the other assignments: their student files and lists, their own tests and
         programs (release/assignment<N>.txt), their handout sections and the figures only they
         show; nothing only a disabled part needs."""
         s, bundle, root = self.s, self.bundle, self.root
+        own = listed(f"{root}/release/assignment{self.assignment}.txt")
         for listing in sorted(glob.glob(f"{root}/starter/handin/assignment*.txt")):
             other = os.path.basename(listing)[len("assignment"):-len(".txt")]
             if other == self.assignment:
                 continue
             for path in ([f"starter/{p}" for p in listed(listing)]
                          + [f"starter/handin/assignment{other}.txt"]
-                         + listed(f"{root}/release/assignment{other}.txt")):
+                         + [p for p in listed(f"{root}/release/assignment{other}.txt")
+                            if p not in own]):
                 if os.path.exists(f"{bundle}/{path}"):
                     s.fail(f"the bundle holds {path}, which is assignment {other}'s")
-        for path in listed(f"{root}/release/kit-only.txt"):
-            if os.path.exists(f"{bundle}/{path}"):
-                s.fail(f"the bundle holds {path}, which only the kit builds (release/kit-only.txt)")
+        self.check_prebuilt_reference()
         left_out = [p for part in self.disabled for p in listed(f"{root}/release/part{part}.txt")]
         for path in listed(f"{root}/release/assignment{self.assignment}.txt"):
             if path not in left_out and not os.path.exists(f"{bundle}/{path}"):
