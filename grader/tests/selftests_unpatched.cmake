@@ -67,10 +67,12 @@ dtk_grade_selftest(assignment3_starter_part12 ASSIGNMENT 3 BASE starter PARTS 12
                                  "not implemented yet: NotImplemented: dtk::moe_dispatch")
 
 # Assignment 4: the reference gets full marks, the starter none.
-dtk_grade_selftest(assignment4_solutions ASSIGNMENT 4 EXPECT 14=full EXPECT_OUTPUT "Seed 7")
-dtk_grade_selftest(assignment4_starter ASSIGNMENT 4 BASE starter EXPECT 14=zero
+dtk_grade_selftest(assignment4_solutions ASSIGNMENT 4 EXPECT 14=full 15=full 16=full
+                   EXPECT_OUTPUT "Seed 7")
+dtk_grade_selftest(assignment4_starter ASSIGNMENT 4 BASE starter EXPECT 14=zero 15=zero 16=zero
                    EXPECT_OUTPUT "not implemented yet: NotImplemented: dtk::interleaved_schedule"
-                                 "not implemented yet: NotImplemented: dtk::run_interleaved_schedule")
+                                 "not implemented yet: NotImplemented: dtk::run_interleaved_schedule"
+                                 "not implemented yet: NotImplemented: dtk::to_bf16")
 
 # An honest submission's tests run in one launch of the runner, whose ranks wait asleep.
 add_test(NAME grader_one_launch

@@ -465,8 +465,7 @@ std::optional<int> axis_group_size(const dtk::GridShape& g, dtk::GridGroup group
 // What every member of a gradient sum's group shares with the rank, by the header's rule (the
 // same slice of the parameters: the same tp_idx and pp_idx; of an expert's, the same ep_idx
 // too); empty for the axes' groups.
-std::string slice_not_shared(const dtk::GridShape& g, dtk::GridGroup group, int rank,
-                             int member) {
+std::string slice_not_shared(const dtk::GridShape& g, dtk::GridGroup group, int rank, int member) {
   if (group != dtk::GridGroup::DenseGradients && group != dtk::GridGroup::ExpertGradients) {
     return "";
   }
@@ -745,11 +744,11 @@ TEST_CASE("Part 14 | partition_examples: shares of one permutation, every exampl
         std::vector<double> fractions;
         std::vector<std::size_t> sizes;
       };
-      for (const auto& [n, fractions, sizes] : std::vector<Case>{
-               {10, kLabs, {7, 2, 1}},
-               {1003, kLabs, {702, 201, 100}},
-               {11, {0.25, 0.25, 0.25, 0.25}, {3, 3, 3, 2}},
-               {6, {0.5, 0, 0.5}, {3, 0, 3}}}) {
+      for (const auto& [n, fractions, sizes] :
+           std::vector<Case>{{10, kLabs, {7, 2, 1}},
+                             {1003, kLabs, {702, 201, 100}},
+                             {11, {0.25, 0.25, 0.25, 0.25}, {3, 3, 3, 2}},
+                             {6, {0.5, 0, 0.5}, {3, 0, 3}}}) {
         const std::uint64_t seed = 20261205;
         const std::vector<std::size_t> order = dtk::seeded_permutation(n, seed);
         std::size_t begin = 0;

@@ -304,8 +304,9 @@ bool defines_function(const Audit& audit, const std::string& function, const std
   // Demangled, std::int32_t reads "int".
   const std::string spelled = type == "int32" ? "int" : type;
   const std::string instance = type.empty() ? function : function + "<" + spelled + ">";
-  // A graded class (Part 15's GradientBuckets) is defined where its constructor is.
-  const std::string constructor = function + "::" + function;
+  // A graded class (Part 15's GradientBuckets, Part 16's FullyShardedBlocks<float>) is defined
+  // where its constructor is.
+  const std::string constructor = instance + "::" + function;
   // An untyped check of a template (Part 15's pipelined_ring) calls one instance of its own.
   const std::string suffixes = type.empty() ? "(<" : "(";
   for (const std::string& name : audit.defined) {

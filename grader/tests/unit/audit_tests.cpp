@@ -145,6 +145,17 @@ TEST_CASE("the audit lists the functions an object defines", "[audit]") {
   CHECK(demangle("_ZN3dtk8get_infoEi") == "dtk::get_info(int)");
 }
 
+TEST_CASE("a graded class template is defined where its constructor's instance is", "[audit]") {
+  // Part 16's FullyShardedBlocks<T>, checked in float and in double.
+  Audit audit;
+  audit.defined = {
+      "dtk::FullyShardedBlocks<float>::FullyShardedBlocks(std::vector<xt::xtensor<float, 1ul>>, "
+      "std::vector<unsigned long>, dtk::Communicator&)",
+      "dtk::FullyShardedBlocks<double>::gather(int)"};
+  CHECK(defines_function(audit, "FullyShardedBlocks", "float"));
+  CHECK_FALSE(defines_function(audit, "FullyShardedBlocks", "double"));
+}
+
 TEST_CASE("text that is not readelf output yields an empty audit, not a crash", "[audit]") {
   Audit audit;
   REQUIRE_NOTHROW(audit = audit_object("garbage\n[ 1\n] x\nRelocation section '\n", graded, rules));

@@ -33,6 +33,9 @@
 //   weighted_gradient_average
 //   assign_buckets, GradientBuckets,  overlap.hpp                     Part 15 (you)
 //   pipelined_ring, KeyValueBlock
+//   to_bf16, MixedPrecisionAdam,      memory.hpp                      Part 16 (you)
+//   FullyShardedBlocks,
+//   choose_recomputation
 //
 // Assignment 3's and 4's headers ship in their bundles only: they are included where the tree
 // holds them.
@@ -66,4 +69,7 @@
 #endif
 #if __has_include("dtk/overlap.hpp")
 #include "dtk/overlap.hpp"
+#endif
+#if __has_include("dtk/memory.hpp")
+#include "dtk/memory.hpp"
 #endif
