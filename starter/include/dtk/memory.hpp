@@ -39,7 +39,9 @@ inline float from_bf16(bf16 value) {
 // The bf16 nearest to x: IEEE 754's round to nearest, ties to even (the tie goes to the bf16
 // whose lowest bit is 0), as PyTorch's x.to(torch.bfloat16) and every accelerator round. Every
 // float has one answer, bit for bit:
-//   - a NaN, of any sign and payload, becomes 0x7FC0 (PyTorch's quiet NaN);
+//   - a NaN, of any sign and payload, becomes 0x7FC0, the canonical quiet NaN (c10::BFloat16's
+//     constructor makes it; PyTorch's vectorised conversion writes 0xFFFF, another NaN: any NaN
+//     would do in a trainer, one is fixed here so that every answer is exact);
 //   - the infinities stay infinities, and finite floats beyond the largest bf16 round to
 //     infinity, as the rule says (they are nearer to it in IEEE's sense);
 //   - -0, the subnormals and the negative numbers follow the same rule as every other float.
