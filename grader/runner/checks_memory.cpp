@@ -173,7 +173,7 @@ void check_mixed_precision_adam(CheckContext& context) {
                    " steps of random bf16 gradients, lr " + std::to_string(lr) +
                    " (AdamOptions' defaults)");
   std::vector<bf16> params = start;
-  std::vector<float> master;
+  xt::xtensor<float, 1> master;
   context.call([&] {
     MixedPrecisionAdam optimizer(params);
     for (const std::vector<bf16>& step_grads : grads) optimizer.step(params, step_grads, lr);
@@ -184,8 +184,7 @@ void check_mixed_precision_adam(CheckContext& context) {
   record_tensor(context.out, params_name, bf16_tensor(params));
   context.out.part(kMasterPart);
   const std::string master_name = "the master weights after the steps";
-  record_tensor(context.out, master_name,
-                xt::xtensor<float, 1>(xt::adapt(master, {master.size()})));
+  record_tensor(context.out, master_name, master);
   context.judge([&](Judgement& judgement) {
     const auto [no_master, no_master_weights] = without_master(start, grads, lr, nearest_even);
     judgement.mistake(params_name,

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,13 +32,13 @@ bf16 to_bf16(float x) {
 // ----------------------------------- 16.2 -------------------------------------------------------
 
 struct MixedPrecisionAdam::State {
-  std::vector<float> master;
+  xt::xtensor<float, 1> master;
   Adam<float> adam{0};
 };
 
 MixedPrecisionAdam::MixedPrecisionAdam(const std::vector<bf16>& params, AdamOptions options)
     : state_(std::make_unique<State>()) {
-  state_->master.resize(params.size());
+  state_->master = xt::xtensor<float, 1>::from_shape({params.size()});
   std::transform(params.begin(), params.end(), state_->master.begin(), from_bf16);
   state_->adam = Adam<float>(params.size(), options);
 }
@@ -54,16 +53,13 @@ void MixedPrecisionAdam::step(std::vector<bf16>& params, const std::vector<bf16>
                                 std::to_string(params.size()) + " parameters and " +
                                 std::to_string(grads.size()) + " gradients");
   }
-  auto master = xt::xtensor<float, 1>::from_shape({n});
   auto grad = xt::xtensor<float, 1>::from_shape({n});
-  std::copy(state_->master.begin(), state_->master.end(), master.begin());
   std::transform(grads.begin(), grads.end(), grad.begin(), from_bf16);
-  state_->adam.step(master, 0, grad, lr);
-  std::copy(master.begin(), master.end(), state_->master.begin());
-  std::transform(master.begin(), master.end(), params.begin(), to_bf16);
+  state_->adam.step(state_->master, 0, grad, lr);
+  std::transform(state_->master.begin(), state_->master.end(), params.begin(), to_bf16);
 }
 
-const std::vector<float>& MixedPrecisionAdam::master() const { return state_->master; }
+const xt::xtensor<float, 1>& MixedPrecisionAdam::master() const { return state_->master; }
 
 // ----------------------------------- 16.3 -------------------------------------------------------
 
@@ -71,7 +67,8 @@ template <class T>
 struct FullyShardedBlocks<T>::State {
   std::vector<xt::xtensor<T, 1>> shards, gradient_shards;
   std::vector<std::size_t> numel;
-  std::vector<std::optional<xt::xtensor<T, 1>>> gathered;  // a block's whole parameters, held
+  std::vector<xt::xtensor<T, 1>> gathered;  // a block's whole parameters, while held
+  std::vector<bool> held;
   Communicator* dp_comm = nullptr;
   std::size_t parameter_bytes = 0, peak = 0;
 
@@ -115,6 +112,7 @@ FullyShardedBlocks<T>::FullyShardedBlocks(std::vector<xt::xtensor<T, 1>> shards,
   }
   s.shards = std::move(shards);
   s.gathered.resize(s.shards.size());
+  s.held.assign(s.shards.size(), false);
 }
 
 template <class T>
@@ -124,7 +122,7 @@ template <class T>
 const xt::xtensor<T, 1>& FullyShardedBlocks<T>::gather(int block) {
   State& s = *state_;
   s.check_block(block, "gather");
-  if (s.gathered[block]) {
+  if (s.held[block]) {
     throw std::logic_error("FullyShardedBlocks::gather: block " + std::to_string(block) +
                            " is held already (release it first)");
   }
@@ -132,9 +130,10 @@ const xt::xtensor<T, 1>& FullyShardedBlocks<T>::gather(int block) {
   std::vector<T> padded(shard * p);
   s.dp_comm->Allgather(s.shards[block], padded);
   // The padding off: exactly numel values.
-  xt::xtensor<T, 1>& whole =
-      s.gathered[block].emplace(xt::xtensor<T, 1>::from_shape({s.numel[block]}));
+  xt::xtensor<T, 1>& whole = s.gathered[block];
+  whole = xt::xtensor<T, 1>::from_shape({s.numel[block]});
   std::copy(padded.begin(), padded.begin() + s.numel[block], whole.begin());
+  s.held[block] = true;
   s.add_bytes(s.numel[block]);
   return whole;
 }
@@ -143,11 +142,12 @@ template <class T>
 void FullyShardedBlocks<T>::release(int block) {
   State& s = *state_;
   s.check_block(block, "release");
-  if (!s.gathered[block]) {
+  if (!s.held[block]) {
     throw std::logic_error("FullyShardedBlocks::release: block " + std::to_string(block) +
                            " is not held");
   }
-  s.gathered[block].reset();  // destroys the tensor: its buffer is freed here
+  s.gathered[block] = xt::xtensor<T, 1>();  // the old buffer is freed here
+  s.held[block] = false;
   s.parameter_bytes -= s.numel[block] * sizeof(T);
 }
 
@@ -194,9 +194,17 @@ std::vector<int> choose_recomputation(const std::vector<Activation>& activations
     throw std::invalid_argument("choose_recomputation: at most 20 activations, given " +
                                 std::to_string(n));
   }
-  // Every subset to recompute, as a bit mask: 2^20 at most, each summed in O(n).
+  for (const Activation& a : activations) {
+    if (a.bytes == 0 || a.flops == 0) {
+      throw std::invalid_argument("choose_recomputation: activation \"" + a.name +
+                                  "\" has 0 bytes or 0 FLOPs");
+    }
+  }
+  // Every subset to recompute, as a bit mask: 2^20 at most, each summed in O(n). Recomputing
+  // everything always fits: the first mask that fits is the best so far.
   std::uint64_t best_flops = 0;
-  std::optional<std::uint32_t> best;
+  std::uint32_t best = 0;
+  bool found = false;
   for (std::uint32_t mask = 0; mask < (1u << n); ++mask) {
     std::uint64_t kept = 0, flops = 0;
     for (int i = 0; i < n; ++i) {
@@ -206,14 +214,15 @@ std::vector<int> choose_recomputation(const std::vector<Activation>& activations
         kept += activations[i].bytes;
       }
     }
-    if (kept <= budget_bytes && (!best || flops < best_flops)) {
+    if (kept <= budget_bytes && (!found || flops < best_flops)) {
       best = mask;
       best_flops = flops;
+      found = true;
     }
   }
   std::vector<int> chosen;
   for (int i = 0; i < n; ++i) {
-    if (*best >> i & 1) chosen.push_back(i);
+    if (best >> i & 1) chosen.push_back(i);
   }
   return chosen;
 }

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,9 +24,8 @@ namespace dtk {
 // ----------------------------------- 16.1 -------------------------------------------------------
 
 bf16 to_bf16(float x) {
-  // TODO (Part 16.1): round to nearest, ties to even, on the float's bits. Before you write it,
-  // work three cases by hand: 1 + 2^-8 (a tie between 1 and its next bf16), 1 + 3 · 2^-8, and
-  // the largest float. NaN first.
+  // TODO (Part 16.1): on the float's bits. Work the header's hard cases by hand before you
+  // write it.
   throw NotImplemented("to_bf16", "memory/memory.cpp");
 }
 
@@ -45,20 +43,18 @@ MixedPrecisionAdam::MixedPrecisionAdam(const std::vector<bf16>& params, AdamOpti
 MixedPrecisionAdam::~MixedPrecisionAdam() = default;
 
 void MixedPrecisionAdam::step(std::vector<bf16>& params, const std::vector<bf16>& grads, float lr) {
-  // TODO (Part 16.2): one Adam step where the learning happens, then what the model computes
-  // with. Trap: an update far smaller than a bf16 step must not be lost.
+  // TODO (Part 16.2): where does the learning happen, and what does the model compute with?
   throw NotImplemented("MixedPrecisionAdam::step", "memory/memory.cpp");
 }
 
-const std::vector<float>& MixedPrecisionAdam::master() const {
+const xt::xtensor<float, 1>& MixedPrecisionAdam::master() const {
   // TODO (Part 16.2)
   throw NotImplemented("MixedPrecisionAdam::master", "memory/memory.cpp");
 }
 
 // ----------------------------------- 16.3 -------------------------------------------------------
 
-// What the blocks keep: the shards, the gradient shards, the blocks gathered now, the bytes.
-// Yours to design.
+// What the object keeps between calls. Yours to design.
 template <class T>
 struct FullyShardedBlocks<T>::State {};
 
@@ -66,7 +62,7 @@ template <class T>
 FullyShardedBlocks<T>::FullyShardedBlocks(std::vector<xt::xtensor<T, 1>> shards,
                                           std::vector<std::size_t> numel, Communicator& dp_comm)
     : state_(std::make_unique<State>()) {
-  // TODO (Part 16.3): check the shards against Part 9.2's shard size; count their bytes.
+  // TODO (Part 16.3): check the arguments against Part 9.2's shards.
   throw NotImplemented("FullyShardedBlocks", "memory/memory.cpp");
 }
 
@@ -81,13 +77,13 @@ const xt::xtensor<T, 1>& FullyShardedBlocks<T>::gather(int block) {
 
 template <class T>
 void FullyShardedBlocks<T>::release(int block) {
-  // TODO (Part 16.3): the memory itself goes back, not only the count. What does clear() keep?
+  // TODO (Part 16.3): the memory itself goes back now, not only the count.
   throw NotImplemented("FullyShardedBlocks::release", "memory/memory.cpp");
 }
 
 template <class T>
 void FullyShardedBlocks<T>::reduce_gradient(int block, const xt::xtensor<T, 1>& gradient) {
-  // TODO (Part 16.3): one Reduce_scatter, half the bytes of an Allreduce. Accumulate.
+  // TODO (Part 16.3): one Reduce_scatter.
   throw NotImplemented("FullyShardedBlocks::reduce_gradient", "memory/memory.cpp");
 }
 
@@ -113,8 +109,7 @@ std::size_t FullyShardedBlocks<T>::peak_parameter_bytes() const {
 
 std::vector<int> choose_recomputation(const std::vector<Activation>& activations,
                                       std::uint64_t budget_bytes) {
-  // TODO (Part 16.4): the exact best set within the header's limit. Find a case where dropping
-  // the cheapest FLOPs per byte first is wrong before you start.
+  // TODO (Part 16.4): the exact best set, within the header's limits.
   throw NotImplemented("choose_recomputation", "memory/memory.cpp");
 }
 

@@ -57,8 +57,8 @@ bf16 to_bf16(float x);
 // The optimizer of a model whose parameters and gradients are bf16 (what the forward and the
 // backward read and write, 2 bytes each), with an fp32 master copy of every parameter and Adam's
 // moments in fp32 (4 + 4 + 4 bytes): Part 9.1's 2 + 2 + 12 bytes per parameter. The master copy
-// is what learns: an update smaller than half a bf16 step of the parameter (lr · 1e-3 on a
-// weight of 1, say) would be rounded away if applied to the bf16 number, step after step; the
+// is what learns: an update smaller than half a bf16 step of the parameter (an update of 1e-3 on
+// a weight of 1, say) would be rounded away if applied to the bf16 number, step after step; the
 // master keeps adding such updates until the bf16 parameter moves.
 class MixedPrecisionAdam {
  public:
@@ -76,8 +76,8 @@ class MixedPrecisionAdam {
   // grads has another length than the optimizer's.
   void step(std::vector<bf16>& params, const std::vector<bf16>& grads, float lr);
 
-  // The fp32 master copy, one weight per parameter.
-  const std::vector<float>& master() const;
+  // The fp32 master copy, one weight per parameter: the tensor Adam<float> steps (no other copy).
+  const xt::xtensor<float, 1>& master() const;
 
   // What the optimizer keeps from step to step: yours to define, in memory/memory.cpp.
   struct State;
@@ -108,8 +108,9 @@ class MixedPrecisionAdam {
 template <class T>
 class FullyShardedBlocks {
  public:
-  // shards[b]: this rank's shard of block b (s_b values); numel[b]: the block's size (> 0).
-  // Throws std::invalid_argument when the lists' lengths differ or a shard is not s_b values.
+  // shards[b]: this rank's shard of block b (s_b values); numel[b]: the block's size. Throws
+  // std::invalid_argument when the lists' lengths differ, a numel is 0 or a shard is not s_b
+  // values.
   FullyShardedBlocks(std::vector<xt::xtensor<T, 1>> shards, std::vector<std::size_t> numel,
                      Communicator& dp_comm);
   ~FullyShardedBlocks();
@@ -117,17 +118,18 @@ class FullyShardedBlocks {
   FullyShardedBlocks& operator=(const FullyShardedBlocks&) = delete;
 
   // Block b's numel[b] parameters, gathered from every rank's shard, held until release(b).
-  // Throws std::logic_error when block b is held already.
+  // Throws std::logic_error (itself: not its subclass std::invalid_argument, which is for bad
+  // arguments) when block b is held already.
   const xt::xtensor<T, 1>& gather(int block);
 
   // Frees block b's gathered parameters: their memory goes back to the allocator now, not at the
-  // next gather. Throws std::logic_error when block b is not held.
+  // next gather. Throws std::logic_error (itself) when block b is not held.
   void release(int block);
 
   // This rank's gradient of block b (numel[b] values) summed over dp_comm; this rank keeps its
   // shard of the sum only, added to what the block's gradient shard holds already (a step of
-  // several micro-batches reduces each block once per micro-batch). Throws std::invalid_argument
-  // when the gradient is not numel[b] values.
+  // several micro-batches reduces each block once per micro-batch), whether or not the block is
+  // held. Throws std::invalid_argument when the gradient is not numel[b] values.
   void reduce_gradient(int block, const xt::xtensor<T, 1>& gradient);
 
   // This rank's shard of block b's summed gradient: s_b values, zeros until reduce_gradient.
@@ -137,7 +139,8 @@ class FullyShardedBlocks {
   std::size_t parameter_bytes() const;
   std::size_t peak_parameter_bytes() const;
 
-  // Every function throws std::invalid_argument for a block outside 0 .. numel.size() - 1.
+  // Every function that takes a block throws std::invalid_argument for one outside 0 ..
+  // numel.size() - 1.
   // What the object keeps: yours to define, in memory/memory.cpp.
   struct State;
 
@@ -160,9 +163,9 @@ struct Activation {
 
 // The activations to recompute (their indices, increasing) so that the ones kept take at most
 // budget_bytes, with the fewest recomputed FLOPs in total; when several sets tie on FLOPs, any of
-// them. Nothing when everything fits. At most 20 activations. Throws std::invalid_argument for
-// more. The trap: the tensors that are cheapest to recompute per byte are not always the best
-// ones to drop; the best set is exact, not a good guess.
+// them. Nothing when everything fits. At most 20 activations, each of bytes >= 1 and flops >= 1:
+// throws std::invalid_argument otherwise. The trap: the tensors that are cheapest to recompute per
+// byte are not always the best ones to drop; the best set is exact, not a good guess.
 std::vector<int> choose_recomputation(const std::vector<Activation>& activations,
                                       std::uint64_t budget_bytes);
 
