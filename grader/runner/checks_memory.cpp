@@ -261,21 +261,21 @@ void sharded_blocks_case(CheckContext& context) {
     record_refusal(context, "FullyShardedBlocks with a shard one value too long",
                    [&] { FullyShardedBlocks<T> blocks(bad, numel, context.world); });
     long long logic_errors = 0;
+    // Counts a call that throws std::logic_error itself (its subclass invalid_argument is for
+    // bad arguments, not bad calls).
+    const auto count_logic_error = [&logic_errors](const auto& bad_call) {
+      try {
+        bad_call();
+      } catch (const std::invalid_argument&) {
+      } catch (const std::logic_error&) {
+        ++logic_errors;
+      }
+    };
     context.call([&] {
       FullyShardedBlocks<T> blocks(shards, numel, context.world);
-      try {
-        blocks.release(0);
-      } catch (const std::invalid_argument&) {
-      } catch (const std::logic_error&) {
-        ++logic_errors;
-      }
+      count_logic_error([&] { blocks.release(0); });
       blocks.gather(0);
-      try {
-        blocks.gather(0);
-      } catch (const std::invalid_argument&) {
-      } catch (const std::logic_error&) {
-        ++logic_errors;
-      }
+      count_logic_error([&] { blocks.gather(0); });
       blocks.release(0);
     });
     context.out.integer(

@@ -4,17 +4,8 @@
 # The model against PyTorch (Debian's python3-torch, run by /usr/bin/python3): logits, loss and
 # every gradient of the dense model and of a mixture of experts, in float and double; and the
 # negative controls: a PyTorch model with LayerNorm's eps or GELU's form wrong must disagree.
-add_executable(kit_gpt_oracle_case gpt/oracle_case.cpp)
-target_link_libraries(kit_gpt_oracle_case PRIVATE dtk_gpt dtk_solutions)
-set_target_properties(kit_gpt_oracle_case PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/kit)
-add_test(NAME kit_gpt_pytorch_oracle
-         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_oracle.py
-                 $<TARGET_FILE:kit_gpt_oracle_case>)
-foreach(wrong eps gelu)
-  add_test(NAME kit_gpt_pytorch_oracle_sees_wrong_${wrong}
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_oracle.py
-                   $<TARGET_FILE:kit_gpt_oracle_case> --wrong ${wrong})
-endforeach()
+kit_pytorch_check(kit_gpt_pytorch_oracle gpt/oracle_case.cpp gpt/check_oracle.py
+                  WRONG eps gelu LIBRARIES dtk_gpt)
 
 # The attention kernels (against attention written out, merged blocks, finite differences), the
 # model's gradients against finite differences, and the data: the Bible stripped, the tokeniser,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The kit's GPT against PyTorch (Debian's python3-torch), the kit test kit_gpt_pytorch_oracle.
 
-For the dense model and a mixture of experts, in float and in double, kit_gpt_oracle_case runs
+For the dense model and a mixture of experts, in float and in double, kit_gpt_pytorch_oracle_case runs
 one batch through the kit's model with random weights and writes the weights, the batch, the
 logits, the loss and every parameter's gradient; this script loads the same weights into
 torch_gpt.Gpt (the kit's shapes; GPT-2's constants, LayerNorm's eps 1e-5 and GELU's tanh form,
