@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -37,7 +36,7 @@ float float_of(std::uint32_t bits) {
 }
 
 // The grader's own rounding (a check never calls the student's outside call()): the inputs of
-// the optimizer's cases, and the right answer's neighbours below.
+// the optimizer's cases, and the optimizer without a master copy (a known mistake).
 bf16 nearest_even(std::uint32_t bits) {
   if (std::isnan(float_of(bits))) return 0x7FC0;
   return static_cast<bf16>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
@@ -54,7 +53,7 @@ bf16 nan_as_number(std::uint32_t bits) {
   return static_cast<bf16>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
 }
 
-// The case's floats, as bits: "random" (any bit pattern that is not a NaN), "ties" (exactly
+// The case's floats, as bits: "random" (any finite bit pattern), "ties" (exactly
 // half-way: low half 0x8000), "near" (one below or above a tie), "subnormal" (exponent 0,
 // either sign), "specials" (NaNs of every kind, the infinities, the largest floats, zeros).
 std::vector<std::uint32_t> case_floats(const CheckContext& context) {

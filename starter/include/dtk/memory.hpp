@@ -25,7 +25,8 @@ namespace dtk {
 
 // A bfloat16 number, as its 16 bits: the high half of a float's IEEE 754 bits (1 sign bit, the
 // same 8 exponent bits, the 7 highest of the 23 mantissa bits). The same range as float, with 8
-// significant bits instead of 24: 1 + 2^-8 is not one, and 256 + 1 is 256.
+// significant bits instead of 24: 1 + 2^-8 is not a bf16 number (it rounds to 1), and 257
+// rounds to 256.
 using bf16 = std::uint16_t;
 
 // Provided: the float a bf16 stands for, exactly (its bits, then 16 zero bits).
@@ -141,6 +142,7 @@ class FullyShardedBlocks {
 
   // Every function that takes a block throws std::invalid_argument for one outside 0 ..
   // numel.size() - 1.
+
   // What the object keeps: yours to define, in memory/memory.cpp.
   struct State;
 
