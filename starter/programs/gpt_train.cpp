@@ -63,10 +63,14 @@ std::string help_text() {
        << "  --virtual V        with interleaved: model chunks per stage (default 2)\n"
        << "  --plan FILE        the layout of a TrainingPlan as JSON (plan_training --json\n"
        << "                     writes one): its tp, cp, dp, pp, ep, microbatches,\n"
-       << "                     sequence_parallel and schedule; the flags beside it override\n"
-       << "                     them (and --sp turns sequence parallelism on); a plan with\n"
-       << "                     zero_stage above 0 or recompute is refused (gpt_train has\n"
-       << "                     neither)\n"
+       << "                     sequence_parallel, schedule and recompute (full); the flags\n"
+       << "                     beside it override them (and --sp turns sequence parallelism\n"
+       << "                     on); a plan with zero_stage above 0 is refused\n"
+       << "Memory (Part 16):\n"
+       << "  --recompute R      what a block keeps for the backward: none (everything), selective\n"
+       << "                     (all but the MLP's hidden activation, computed again from its\n"
+       << "                     input) or full (its input only: its forward runs again before\n"
+       << "                     its backward); the same weights, bit for bit (default none)\n"
        << "  --bucket_mb X      the data-parallel gradient sum in buckets of X MB, started during\n"
        << "                     the backward (Part 15; not with --pp, --microbatches, --sp or\n"
        << "                     --experts) (default 0: one sum after the backward)\n"
@@ -127,13 +131,10 @@ void apply_plan(const std::string& path, gpt::GptTrainOptions& t,
                      ": gpt_train does not shard the model states (ZeRO); run the plan with "
                      "zero_stage 0");
   }
-  if (plan.recompute) {
-    throw UsageError("--plan " + path +
-                     ": recompute: gpt_train keeps every activation for the backward; run the "
-                     "plan with recompute false");
-  }
   t.tp = plan.tp, t.cp = plan.cp, t.dp = plan.dp, t.pp = plan.pp, t.ep = plan.ep;
   t.sequence_parallel = plan.sequence_parallel;
+  // The planner's recomputation keeps each layer's input only.
+  t.recompute = plan.recompute ? gpt::Recompute::Full : gpt::Recompute::None;
   t.schedule =
       plan.schedule == "gpipe" ? gpt::PipelineSchedule::GPipe : gpt::PipelineSchedule::OneFOneB;
   microbatches = plan.microbatches;
@@ -171,6 +172,13 @@ Options parse(int argc, char** argv) {
        }},
       {"--virtual", [&](auto& f, auto& v) { virtual_stages = positive(f, v); }},
       {"--plan", [](auto&, auto&) {}},  // applied first
+      {"--recompute",
+       [&](auto& f, auto& v) {
+         t.recompute = parse_choice<gpt::Recompute>(f, v,
+                                                    {{"none", gpt::Recompute::None},
+                                                     {"selective", gpt::Recompute::Selective},
+                                                     {"full", gpt::Recompute::Full}});
+       }},
       {"--bucket_mb",
        [&](auto& f, auto& v) { t.bucket_mb = parse_positive_number(f, v, /*allow_zero=*/true); }},
       {"--experts", [&](auto& f, auto& v) { m.experts = positive(f, v); }},

@@ -41,6 +41,8 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
                                               const gpt::GptConfig& m, std::size_t e) {
   const double h = m.hidden, L = m.layers, p = t.tp, cp = t.cp;
   const double N = double(t.batch_size / t.dp) * (m.seq_len / t.cp), w = h / p;
+  // The blocks whose forward runs again in the backward: every one with full recomputation.
+  const double R = t.recompute == gpt::Recompute::Full ? L : 0;
   std::array<double, 4> bytes{};  // tensor, context, data, expert parallel
   if (t.tp > 1) {
     // The cross-entropy's three all-reduces of N values, the embedding's all-reduce of (N, h);
@@ -48,14 +50,15 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
     // forward and backward: all-reduces of (N, h), or under --sp all-gathers and
     // reduce-scatters of (N/tp, h) each (and the embedding's gradient gathered back).
     bytes[0] = 3 * allreduce(N * e, t.tp) + allreduce(N * h * e, t.tp);
-    bytes[0] += t.sequence_parallel ? (8 * L + 3) * (p - 1) * (N / p) * h * e
-                                    : (4 * L + 1) * allreduce(N * h * e, t.tp);
+    // Full recomputation runs each block's forward twice: its half of those again.
+    bytes[0] += t.sequence_parallel ? (8 * L + 4 * R + 3) * (p - 1) * (N / p) * h * e
+                                    : (4 * L + 2 * R + 1) * allreduce(N * h * e, t.tp);
   }
   if (t.cp > 1) {
     // Per block: the ring forward passes K and V (cp − 1) times; its backward passes K, V
     // (cp − 1) times and dK, dV cp times (the last hop takes them home). The positions that
     // travel with a block are not counted.
-    bytes[1] = L * (4 * (cp - 1) + 2 * cp) * N * w * e;
+    bytes[1] = (L * (4 * (cp - 1) + 2 * cp) + R * 2 * (cp - 1)) * N * w * e;
   }
   // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
   // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
@@ -66,11 +69,11 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   bytes[2] = allreduce(c.sliced * g, replicas) +
              allreduce(c.replicated * g, t.sequence_parallel ? t.tp * replicas : replicas) +
              allreduce(c.experts * e, t.dp / t.ep * t.cp) +
-             (m.mixture_of_experts() ? L * allreduce(2.0 * m.experts * 8, replicas) : 0);
+             (m.mixture_of_experts() ? (L + R) * allreduce(2.0 * m.experts * 8, replicas) : 0);
   if (t.ep > 1) {
     // If the router spread the rows evenly: dispatch and combine, forward and backward, each
     // send the (ep − 1)/ep of the k · N rows whose experts are elsewhere.
-    bytes[3] = L * 4 * m.top_k * N * h * e * (t.ep - 1) / t.ep;
+    bytes[3] = (L * 4 + R * 2) * m.top_k * N * h * e * (t.ep - 1) / t.ep;
   }
   return bytes;
 }
@@ -81,15 +84,24 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
   const double b = t.batch_size / t.dp, N = b * s;
   const double stream = t.sequence_parallel ? N / p : N;  // rows of the residual stream
   // Two LayerNorms (x̂, 1/σ, y), Q, K, V and the attention's out and lse, the MLP's x · W1 + b1
-  // and GELU of it, and under --sp the gathered inputs of the attention and of the MLP.
-  const double values = 2 * (2 * stream * h + stream) + 4 * N * h / p + N * a / p + 8 * N * h / p +
-                        (t.sequence_parallel ? 2 * N * h : 0);
-  // Korthikanti et al.'s count (2022, eq. 5 divided by t): 16-bit values, dropout masks, the
-  // a · s² scores kept: s · b · h · (34 + 5 a s / h) / tp bytes with sequence parallelism (the
-  // LayerNorms' and dropouts' 10 s b h not divided by tp without it).
-  const double korthikanti = t.sequence_parallel || t.tp == 1
-                                 ? s * b * h * (34 + 5 * a * s / h) / p
-                                 : s * b * h * (10 + (24 + 5 * a * s / h) / p);
+  // and GELU of it (not with selective recomputation), and under --sp the gathered inputs of the
+  // attention and of the MLP; with full recomputation, the block's input alone.
+  const bool selective = t.recompute == gpt::Recompute::Selective;
+  const double values = t.recompute == gpt::Recompute::Full
+                            ? stream * h
+                            : 2 * (2 * stream * h + stream) + 4 * N * h / p + N * a / p +
+                                  (selective ? 0 : 8 * N * h / p) +
+                                  (t.sequence_parallel ? 2 * N * h : 0);
+  // Korthikanti et al.'s count (2022, eq. 5 divided by t; eq. 6 and section 5 for
+  // recomputation): 16-bit values, dropout masks, the a · s² scores kept: s · b · h · (34 +
+  // 5 a s / h) / tp bytes with sequence parallelism (the LayerNorms' and dropouts' 10 s b h not
+  // divided by tp without it); selective drops the 5 a s / h of the scores, full keeps the
+  // block's input, 2 s b h (/ tp with sequence parallelism).
+  const double scores = selective ? 0 : 5 * a * s / h;
+  const double korthikanti =
+      t.recompute == gpt::Recompute::Full ? 2 * s * b * h / (t.sequence_parallel ? p : 1)
+      : t.sequence_parallel || t.tp == 1  ? s * b * h * (34 + scores) / p
+                                          : s * b * h * (10 + (24 + scores) / p);
   return {values * e, korthikanti};
 }
 

@@ -61,6 +61,17 @@ const char* schedule_name(gpt::PipelineSchedule s) {
   }
 }
 
+const char* recompute_name(gpt::Recompute r) {
+  switch (r) {
+    case gpt::Recompute::Selective:
+      return "selective";
+    case gpt::Recompute::Full:
+      return "full";
+    default:
+      return "none";
+  }
+}
+
 // "the embedding, blocks 0-1", "blocks 2-3, the head": pieces [begin, end) of a model of L blocks.
 std::string pieces_text(int begin, int end, int layers) {
   std::vector<std::string> parts;
@@ -138,6 +149,12 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
     }
     std::printf("\n");
   }
+  if (t.recompute != gpt::Recompute::None) {
+    std::printf("  recomputation: %s (%s)\n", recompute_name(t.recompute),
+                t.recompute == gpt::Recompute::Full
+                    ? "each block keeps its input only; its forward runs again in the backward"
+                    : "the MLP's hidden activation computed again in the backward");
+  }
   print_blas_note();
   std::fflush(stdout);
 }
@@ -174,12 +191,25 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
     // micro-batches at once (interleaved, its first chunk, which holds its first block).
     const double held = double(r.ranks[0].first_chunk_in_flight) / o.train.microbatches;
     const ActivationCounts counted = analytic_activations_per_block(o.train, model, e);
+    const char* korthikanti[] = {
+        "s.b.h.(34 + 5.a.s/h)/tp for 16-bit values with dropout and the scores kept",
+        "s.b.h.34/tp for 16-bit values with dropout, selective recomputation",
+        "2.s.b.h, the block's 16-bit input (/tp under sp)"};
     std::printf(
         "Activations of one block on rank 0: %.1f KiB measured, %.1f KiB counted from the "
-        "shape; Korthikanti et al.'s s.b.h.(34 + 5.a.s/h)/tp for 16-bit values with dropout "
-        "and the scores kept: %.1f KiB\n",
+        "shape; Korthikanti et al.'s %s: %.1f KiB\n",
         r.ranks[0].block_activations / 1024.0, held * counted.model / 1024.0,
-        held * counted.korthikanti / 1024.0);
+        korthikanti[static_cast<int>(o.train.recompute)], held * counted.korthikanti / 1024.0);
+  }
+  if (o.train.recompute != gpt::Recompute::None) {
+    const double step_tokens = r.tokens / r.steps;
+    const double again = gpt::recompute_flops(model, step_tokens, o.train.recompute);
+    std::printf(
+        "Recomputation (%s): %.3f GFLOP per step computed again, %.1f %% on top of the model's "
+        "%.3f (MFU counts the model's only)\n",
+        recompute_name(o.train.recompute), again / 1e9,
+        100 * again / gpt::training_flops(model, step_tokens),
+        gpt::training_flops(model, step_tokens) / 1e9);
   }
   if (o.train.model.mixture_of_experts()) {
     std::printf("Expert parameters per rank: %s MiB (%d of the %d experts)\n",
@@ -329,7 +359,8 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"chunk_cuts", r.chunk_cuts},
         {"bubble_theory", bubble_theory(t)},
         {"sp", t.sequence_parallel},
-        {"zigzag", t.zigzag}}},
+        {"zigzag", t.zigzag},
+        {"recompute", recompute_name(t.recompute)}}},
       {"corpus",
        {{"source", corpus.source},
         {"characters", corpus.tokens.size()},
@@ -358,6 +389,8 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"chosen_by", blas.chosen_by},
         {"thread_timeout", blas.thread_timeout}}},
       {"mfu", r.mfu},
+      {"recompute_flops_per_step",
+       r.steps ? gpt::recompute_flops(m, r.tokens / r.steps, t.recompute) : 0.0},
       {"history", history},
       {"validation", validation},
       {"sample", r.sample},

@@ -54,6 +54,18 @@ std::vector<Parameter<T>*> Block<T>::parameters() {
 }
 
 template <class T>
+void Block<T>::release(int slot) {
+  ln1_.release(slot);
+  attention_.release(slot);
+  ln2_.release(slot);
+  if (moe_) {
+    moe_->release(slot);
+  } else {
+    mlp_->release(slot);
+  }
+}
+
+template <class T>
 std::size_t Block<T>::activation_bytes() const {
   return ln1_.activation_bytes() + attention_.activation_bytes() + ln2_.activation_bytes() +
          (moe_ ? moe_->activation_bytes() : mlp_->activation_bytes());

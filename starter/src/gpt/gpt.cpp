@@ -1,5 +1,6 @@
 #include "dtk/gpt/gpt.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -93,9 +94,14 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
   const Matrix<T>* x =
       embedding_ ? &embedding_->forward(batch.tokens, stream_positions, slot) : stream;
   GptLoss loss;
-  for (Block<T>& block : blocks_) {
-    x = &block.forward(*x, batch, slot);
-    loss.aux_loss += block.aux_loss(slot);
+  const bool keep_inputs_only = layout_.recompute == Recompute::Full;
+  if (keep_inputs_only) s.block_inputs.resize(blocks_.size());
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    // A copy: x is the buffer the block before (or the stage before) writes its next output to.
+    if (keep_inputs_only) s.block_inputs[l] = *x;
+    x = &blocks_[l].forward(*x, batch, slot);
+    loss.aux_loss += blocks_[l].aux_loss(slot);
+    if (keep_inputs_only) blocks_[l].release(slot);
   }
   if (!lm_head_) {
     stream_output_ = x;
@@ -130,7 +136,10 @@ std::vector<double> Gpt<T>::expert_rows(int slot) const {
 
 template <class T>
 std::size_t Gpt<T>::first_block_activation_bytes() const {
-  return blocks_.empty() ? 0 : blocks_.front().activation_bytes();
+  if (blocks_.empty()) return 0;
+  return blocks_.front().activation_bytes() + saved_.total([](const Saved& s) {
+    return s.block_inputs.empty() ? 0 : bytes_of(s.block_inputs[0]);
+  });
 }
 
 template <class T>
@@ -176,9 +185,16 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
       comm_.gradients_ready(head);
     }
   }
-  for (auto block = blocks_.rbegin(); block != blocks_.rend(); ++block) {
-    grad = &block->backward(*grad, slot);
-    if (comm_.gradients_ready) comm_.gradients_ready(block->parameters());
+  const bool recompute = layout_.recompute == Recompute::Full;
+  for (std::size_t l = blocks_.size(); l-- > 0;) {
+    Block<T>& block = blocks_[l];
+    if (recompute) {  // the forward again, from the input kept: the same values as the first
+      block.forward(s.block_inputs[l], *s.batch, slot);
+      recomputed_peak_ = std::max(recomputed_peak_, block.activation_bytes());
+    }
+    grad = &block.backward(*grad, slot);
+    if (recompute) block.release(slot);
+    if (comm_.gradients_ready) comm_.gradients_ready(block.parameters());
   }
   if (embedding_) {
     embedding_->backward(*grad, slot);
@@ -220,7 +236,9 @@ std::size_t Gpt<T>::activation_bytes() const {
   // f(ln_f(x)) when f made it (else head_entered holds only f's backward: a workspace).
   const bool entered = bool(comm_.enter_forward);
   std::size_t total = saved_.total([entered](const Saved& s) {
-    return (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
+    std::size_t bytes = (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
+    for (const Matrix<T>& input : s.block_inputs) bytes += bytes_of(input);
+    return bytes;
   });
   if (final_norm_) total += final_norm_->activation_bytes();
   for (const Block<T>& block : blocks_) total += block.activation_bytes();
@@ -236,8 +254,13 @@ std::size_t Gpt<T>::workspace_bytes() const {
   total += bytes_of(logits_, head_input_grad_, logits_grad_);
   if (embedding_) total += embedding_->workspace_bytes();
   if (final_norm_) total += final_norm_->workspace_bytes();
-  for (const Block<T>& block : blocks_) total += block.workspace_bytes();
-  return total;
+  // What recomputation makes again lives one block at a time.
+  std::size_t recomputed = recomputed_peak_;
+  for (const Block<T>& block : blocks_) {
+    total += block.workspace_bytes();
+    recomputed = std::max(recomputed, block.recomputed_bytes());
+  }
+  return total + recomputed;
 }
 
 std::vector<double> piece_flops(const GptConfig& c) {
@@ -250,6 +273,19 @@ std::vector<double> piece_flops(const GptConfig& c) {
   pieces.front() = 0;
   pieces.back() = 2 * h * V;
   return pieces;
+}
+
+double recompute_flops(const GptConfig& c, double tokens, Recompute recompute) {
+  const double h = c.hidden;
+  switch (recompute) {
+    case Recompute::None:
+      return 0;
+    case Recompute::Selective:  // W1's product of each token's MLP (its k experts' with experts)
+      return c.layers * (c.mixture_of_experts() ? c.top_k : 1) * 2 * (4 * h * h) * tokens;
+    case Recompute::Full:  // every block's forward
+      return c.layers * piece_flops(c)[1] * tokens;
+  }
+  return 0;
 }
 
 double training_flops(const GptConfig& c, double tokens) {

@@ -20,7 +20,7 @@ MixtureOfExperts<T>::MixtureOfExperts(const std::string& prefix, const GptConfig
       aux_coef_(config.aux_loss_coef) {
   experts_.reserve(layout.expert_end - layout.expert_begin);
   for (int e = layout.expert_begin; e < layout.expert_end; ++e) {
-    experts_.emplace_back(prefix + ".experts." + std::to_string(e), config, init);
+    experts_.emplace_back(prefix + ".experts." + std::to_string(e), config, layout, init);
   }
 }
 
@@ -181,6 +181,18 @@ std::vector<Parameter<T>*> MixtureOfExperts<T>::parameters() {
 }
 
 template <class T>
+void MixtureOfExperts<T>::release(int slot) {
+  if (std::size_t(slot) >= saved_.size()) return;
+  Saved& s = saved_.read(slot);
+  std::vector<double> expert_rows = std::move(s.expert_rows);
+  const double aux_loss = s.aux_loss;
+  saved_.release(slot);
+  s.expert_rows = std::move(expert_rows);
+  s.aux_loss = aux_loss;
+  for (Mlp<T>& expert : experts_) expert.release(slot);
+}
+
+template <class T>
 std::size_t MixtureOfExperts<T>::activation_bytes() const {
   std::size_t total = saved_.total([](const Saved& s) {
     std::size_t bytes = bytes_of(s.probs, s.expert_ids, s.gates, s.choice_out);
@@ -197,6 +209,13 @@ std::size_t MixtureOfExperts<T>::workspace_bytes() const {
                                router_logits_grad_, input_grad_, part_);
   for (const Mlp<T>& expert : experts_) total += expert.workspace_bytes();
   return total;
+}
+
+template <class T>
+std::size_t MixtureOfExperts<T>::recomputed_bytes() const {
+  std::size_t most = 0;
+  for (const Mlp<T>& expert : experts_) most = std::max(most, expert.recomputed_bytes());
+  return most;
 }
 
 template class MixtureOfExperts<float>;

@@ -1,5 +1,6 @@
 #include "dtk/gpt/mlp.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "dtk/gpt/parallel.hpp"
@@ -64,11 +65,13 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout&
     : Mlp(prefix, config, init,
           index_range(layout.mlp_begin(config),
                       layout.mlp_begin(config) + layout.local_mlp_width(config)),
-          Sharing::TensorParallel, &comm) {}
+          Sharing::TensorParallel, &comm, layout.recompute == Recompute::Selective) {}
 
 template <class T>
-Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init)
-    : Mlp(prefix, config, init, index_range(0, 4 * config.hidden), Sharing::Expert, nullptr) {}
+Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+            const InitialWeights& init)
+    : Mlp(prefix, config, init, index_range(0, 4 * config.hidden), Sharing::Expert, nullptr,
+          layout.recompute == Recompute::Selective) {}
 
 namespace {
 
@@ -83,7 +86,7 @@ Parameter<T> shared_as(Parameter<T> p, Sharing sharing) {
 template <class T>
 Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
             const std::vector<int>& hidden_columns, Sharing sharing,
-            const GptCommunication<T>* comm)
+            const GptCommunication<T>* comm, bool recompute_hidden)
     : comm_(comm),
       fc1_(shared_as(column_slice<T>(prefix + ".fc1.weight",
                                      init.normal(prefix + ".fc1.weight", config.hidden,
@@ -100,15 +103,33 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWei
                                   hidden_columns),
                      sharing)),
       fc2_bias_(whole<T>(prefix + ".fc2.bias", constant(1, config.hidden, 0.0),
-                         sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)) {}
+                         sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)),
+      recompute_hidden_(recompute_hidden) {}
+
+template <class T>
+void Mlp<T>::hidden_activation(const Matrix<T>& input, Matrix<T>& pre_activation,
+                               Matrix<T>& hidden) {
+  fc1_.forward(input, pre_activation);
+  gelu(pre_activation, hidden);
+}
+
+template <class T>
+void Mlp<T>::release_recomputed() {
+  recomputed_peak_ =
+      std::max(recomputed_peak_, bytes_of(recomputed_pre_activation_, recomputed_hidden_));
+  recomputed_pre_activation_ = Matrix<T>();
+  recomputed_hidden_ = Matrix<T>();
+}
 
 template <class T>
 const Matrix<T>& Mlp<T>::forward(const Matrix<T>& x, int slot) {
   Saved& s = saved_.fill(slot);
   s.input = comm_ ? &communicate(comm_->enter_forward, x, s.entered) : &x;  // f
-  fc1_.forward(*s.input, s.pre_activation);
-  gelu(s.pre_activation, s.hidden);
-  fc2_.forward(s.hidden, partial_);
+  Matrix<T>& hidden = recompute_hidden_ ? recomputed_hidden_ : s.hidden;
+  hidden_activation(*s.input, recompute_hidden_ ? recomputed_pre_activation_ : s.pre_activation,
+                    hidden);
+  fc2_.forward(hidden, partial_);
+  if (recompute_hidden_) release_recomputed();
   y_ = comm_ ? communicate(comm_->exit_forward, partial_, exited_) : partial_;  // g
   add_row(y_, fc2_bias_.value);
   return y_;
@@ -119,9 +140,14 @@ const Matrix<T>& Mlp<T>::backward(const Matrix<T>& dy, int slot) {
   Saved& s = saved_.read(slot);
   add_column_sums(dy, fc2_bias_.grad);
   const Matrix<T>& partial_grad = comm_ ? communicate(comm_->exit_backward, dy, exited_) : dy;
-  fc2_.backward(s.hidden, partial_grad, hidden_grad_);
-  gelu_backward(s.pre_activation, hidden_grad_, pre_activation_grad_);
+  if (recompute_hidden_)
+    hidden_activation(*s.input, recomputed_pre_activation_, recomputed_hidden_);
+  const Matrix<T>& pre_activation =
+      recompute_hidden_ ? recomputed_pre_activation_ : s.pre_activation;
+  fc2_.backward(recompute_hidden_ ? recomputed_hidden_ : s.hidden, partial_grad, hidden_grad_);
+  gelu_backward(pre_activation, hidden_grad_, pre_activation_grad_);
   fc1_.backward(*s.input, pre_activation_grad_, input_grad_);
+  if (recompute_hidden_) release_recomputed();
   // fc1's backward has read f(x): its buffer can take f's backward now.
   return comm_ ? communicate(comm_->enter_backward, input_grad_, s.entered) : input_grad_;
 }
@@ -137,7 +163,7 @@ std::vector<Parameter<T>*> Mlp<T>::parameters() {
 template <class T>
 std::size_t Mlp<T>::activation_bytes() const {
   // f(x) for W1's gradient when f made it (else entered holds only f's backward: a
-  // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's.
+  // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's (empty when recomputed).
   const bool entered = comm_ && comm_->enter_forward;
   return saved_.total([entered](const Saved& s) {
     return (entered ? bytes_of(s.entered) : 0) + bytes_of(s.pre_activation, s.hidden);

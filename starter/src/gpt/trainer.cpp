@@ -636,8 +636,9 @@ class GptRun {
           gradients_ready(ready);
         };
       }
-      chunks.push_back(std::make_unique<Gpt<T>>(
-          config_, make_layout(config_, g_, parallelism_, cuts_, v), o_.seed, std::move(comm)));
+      GptLayout layout = make_layout(config_, g_, parallelism_, cuts_, v);
+      layout.recompute = o_.recompute;
+      chunks.push_back(std::make_unique<Gpt<T>>(config_, layout, o_.seed, std::move(comm)));
     }
     return chunks;
   }

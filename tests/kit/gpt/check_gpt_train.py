@@ -32,6 +32,11 @@
            ceil(n / p)-element chunks), in float as in double (the buckets sum in double);
            its --trace shows the rings' Isends, made between the backward's first and last
            moments, and none without --bucket_mb.
+  memory   Part 16's recomputation (--recompute selective, full) on one rank (double and float),
+           tp, tp x --sp x dp, cp --zigzag x tp --sp, pp with micro-batches, interleaved, and
+           experts with ep: the weights, losses and experts' rows of the run without it, bit for
+           bit; a block's activations (full: its input alone), every group's bytes and the
+           pipeline's in flight as counted, the FLOPs computed again reported.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -39,8 +44,8 @@
            made, a plan (--plan) that is not JSON or has a field gpt_train cannot run (naming
            it); a run that diverges stops with one line and exit 1. --help exits 0. A plan runs
            as its flags do (the same weights_l2, bit for bit), flags beside it override it, and
-           each field (tp, sp, cp, dp, pp with micro-batches, the schedule, ep) trains one
-           rank's weights to 1e-10 with the report's layout showing the field taken.
+           each field (tp, sp, cp, dp, pp with micro-batches, the schedule, ep, recompute)
+           trains one rank's weights to 1e-10 with the report's layout showing the field taken.
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
@@ -231,36 +236,40 @@ def first_chunk_in_flight(steps, chunk):
     return most
 
 
+def pipeline_check(flags, r):
+    """A pipelined run's bytes between stages, micro-batches in flight and a block's activations
+    against the schedule's counts."""
+    pp, m = r["layout"]["pp"], r["layout"]["microbatches"]
+    v, schedule = r["layout"]["virtual_stages"], r["layout"]["schedule"]
+    problems = bytes_match(r, ("pipeline_parallel",))
+    for rank in r["ranks"]:
+        s = rank["pp_idx"]
+        held = (m if schedule == "gpipe" else min(m, pp - s) if schedule == "1f1b"
+                else min((pp - s - 1) * 2 + (v - 1) * pp + 1, m * v))
+        if rank["microbatches_in_flight"] != held:
+            problems.append("rank %d (stage %d) held %d micro-batches at once, %s holds %d"
+                            % (rank["rank"], rank["pp_idx"], rank["microbatches_in_flight"],
+                               r["layout"]["schedule"], held))
+        # Its first chunk's: all of them, or interleaved, those of chunk 0 in its table.
+        first = held if schedule != "interleaved" else \
+            first_chunk_in_flight(interleaved_table(s, pp, v, m), 0)
+        if rank["first_chunk_in_flight"] != first:
+            problems.append("rank %d (stage %d): its first chunk held %d micro-batches at once, "
+                            "the schedule holds %d" % (rank["rank"], s,
+                                                       rank["first_chunk_in_flight"], first))
+        # A block's activations: `first` micro-batches' of the rank's share's count.
+        layers = r["model"]["layers"]
+        blocks = min(rank["pieces"][1] - 1, layers) - max(rank["pieces"][0] - 1, 0)
+        counted = r["block_activations_counted"]["model"] * first / m
+        measured = rank["peak_bytes"]["block_activations"]
+        if blocks > 0 and r["model"]["experts"] == 0 and measured != counted:
+            problems.append("rank %d (stage %d) keeps %d bytes of a block's activations, %d "
+                            "micro-batches' count is %.0f" % (rank["rank"], rank["pp_idx"],
+                                                              measured, first, counted))
+    return problems
+
+
 def pipeline():
-    def check(flags, r):
-        pp, m = r["layout"]["pp"], r["layout"]["microbatches"]
-        v, schedule = r["layout"]["virtual_stages"], r["layout"]["schedule"]
-        problems = bytes_match(r, ("pipeline_parallel",))
-        for rank in r["ranks"]:
-            s = rank["pp_idx"]
-            held = (m if schedule == "gpipe" else min(m, pp - s) if schedule == "1f1b"
-                    else min((pp - s - 1) * 2 + (v - 1) * pp + 1, m * v))
-            if rank["microbatches_in_flight"] != held:
-                problems.append("rank %d (stage %d) held %d micro-batches at once, %s holds %d"
-                                % (rank["rank"], rank["pp_idx"], rank["microbatches_in_flight"],
-                                   r["layout"]["schedule"], held))
-            # Its first chunk's: all of them, or interleaved, those of chunk 0 in its table.
-            first = held if schedule != "interleaved" else \
-                first_chunk_in_flight(interleaved_table(s, pp, v, m), 0)
-            if rank["first_chunk_in_flight"] != first:
-                problems.append("rank %d (stage %d): its first chunk held %d micro-batches at once, "
-                                "the schedule holds %d" % (rank["rank"], s,
-                                                           rank["first_chunk_in_flight"], first))
-            # A block's activations: `first` micro-batches' of the rank's share's count.
-            layers = r["model"]["layers"]
-            blocks = min(rank["pieces"][1] - 1, layers) - max(rank["pieces"][0] - 1, 0)
-            counted = r["block_activations_counted"]["model"] * first / m
-            measured = rank["peak_bytes"]["block_activations"]
-            if blocks > 0 and r["model"]["experts"] == 0 and measured != counted:
-                problems.append("rank %d (stage %d) keeps %d bytes of a block's activations, %d "
-                                "micro-batches' count is %.0f" % (rank["rank"], rank["pp_idx"],
-                                                                  measured, first, counted))
-        return problems
     layouts = [(2, ["--pp", "2"]), (2, ["--pp", "2", "--schedule", "gpipe", "--microbatches", "4"]),
                (1, ["--microbatches", "4"]), (3, ["--pp", "3", "--microbatches", "4"]),
                (4, ["--pp", "4", "--microbatches", "8"]),
@@ -268,12 +277,12 @@ def pipeline():
                (4, ["--pp", "2", "--tp", "2", "--sp"]),
                (4, ["--pp", "2", "--cp", "2", "--zigzag", "--schedule", "gpipe"]),
                (16, ["--pp", "2", "--tp", "2", "--sp", "--cp", "2", "--dp", "2"])]
-    same_model("pipeline", layouts, [], check, tolerance=1e-10, batch_size=8)
+    same_model("pipeline", layouts, [], pipeline_check, tolerance=1e-10, batch_size=8)
     # A mixture of experts balances each micro-batch's routing: the same micro-batches on one rank.
     experts = [(4, ["--pp", "2", "--dp", "2", "--ep", "2"]), (2, ["--dp", "2", "--ep", "2"]),
                (4, ["--pp", "4", "--schedule", "gpipe"])]
     same_model("pipeline, experts, 2 micro-batches", experts,
-               ["--experts", "4", "--top_k", "2", "--microbatches", "2"], check, tolerance=1e-10,
+               ["--experts", "4", "--top_k", "2", "--microbatches", "2"], pipeline_check, tolerance=1e-10,
                batch_size=8)
     interleaved = ["--schedule", "interleaved"]
     layouts = [(2, ["--pp", "2", "--microbatches", "4"] + interleaved),
@@ -282,14 +291,64 @@ def pipeline():
                (4, ["--pp", "2", "--dp", "2", "--microbatches", "4"] + interleaved),
                (8, ["--pp", "2", "--tp", "2", "--sp", "--cp", "2", "--zigzag", "--microbatches",
                     "2"] + interleaved)]
-    same_model("interleaved", layouts, ["--layers", "6"], check, tolerance=1e-10, batch_size=8)
+    same_model("interleaved", layouts, ["--layers", "6"], pipeline_check, tolerance=1e-10, batch_size=8)
     same_model("interleaved, 6 chunks", [(3, ["--pp", "3", "--microbatches", "3"] + interleaved)],
-               ["--layers", "6"], check, tolerance=1e-10, batch_size=12)
+               ["--layers", "6"], pipeline_check, tolerance=1e-10, batch_size=12)
     same_model("interleaved, experts, 2 micro-batches",
                [(4, ["--pp", "2", "--dp", "2", "--ep", "2"] + interleaved)],
-               ["--experts", "4", "--top_k", "2", "--microbatches", "2"], check, tolerance=1e-10,
+               ["--experts", "4", "--top_k", "2", "--microbatches", "2"], pipeline_check, tolerance=1e-10,
                batch_size=8)
     interleaved_trace()
+
+
+def memory():
+    """--recompute selective and full against none, layout by layout: bit-identical weights and
+    losses (and experts' rows); a block keeps what the count says (full: its input alone), less
+    than with selective, less than without; the bytes each group sends are the counts (full
+    recomputation runs the blocks' forward communication twice); the FLOPs computed again are
+    reported, full's above selective's."""
+    interleaved = ["--layers", "6", "--schedule", "interleaved", "--microbatches", "4"]
+    layouts = [(1, []), (2, ["--tp", "2"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+               (4, ["--cp", "2", "--zigzag", "--tp", "2", "--sp"]),
+               (2, ["--pp", "2", "--microbatches", "4"]), (2, ["--pp", "2"] + interleaved),
+               (4, ["--dp", "4", "--ep", "2", "--experts", "4", "--top_k", "2"])]
+    for ranks, flags in layouts:
+        for dtype in ("double", "float") if ranks == 1 else ("double",):
+            common = TINY + flags + ["--batch_size", "8", "--steps", "3", "--dtype", dtype]
+            reports = {mode: report_of(ranks, common + ["--recompute", mode], "recompute")
+                       for mode in ("none", "selective", "full")}
+            if None in reports.values():
+                continue
+            base = reports["none"]
+            kept = {}
+            for mode, r in reports.items():
+                where = "--recompute %-9s %s %s (-n %d)" % (mode, " ".join(flags), dtype, ranks)
+                problems = []
+                for key in ("weights_l2", "final_loss", "val_loss"):
+                    if r[key] != base[key]:
+                        problems.append("%s %.17g, without recomputation %.17g"
+                                        % (key, r[key], base[key]))
+                if r["history"][-1]["expert_rows"] != base["history"][-1]["expert_rows"]:
+                    problems.append("the experts' rows differ from the run without recomputation")
+                problems += bytes_match(r, ("tensor_parallel", "data_parallel"))
+                problems += bytes_match(r, ("context_parallel",), 0.02)
+                pipelined = r["layout"]["pp"] > 1 or r["layout"]["microbatches"] > 1
+                problems += pipeline_check(flags, r) if pipelined else \
+                    activations_match(r) if r["model"]["experts"] == 0 else []
+                again = r["recompute_flops_per_step"]
+                if (again > 0) != (mode != "none"):
+                    problems.append("%g FLOPs per step computed again" % again)
+                kept[mode] = (r["ranks"][0]["peak_bytes"]["block_activations"], again)
+                if problems:
+                    fail("%s: %s" % (where, "; ".join(problems)))
+                else:
+                    print("ok: %s: the same weights bit for bit; a block keeps %d bytes; %.3g "
+                          "FLOPs per step again" % (where, kept[mode][0], again))
+            if not (kept["full"][0] < kept["selective"][0] < kept["none"][0]
+                    and kept["full"][1] > kept["selective"][1]):
+                fail("%s %s: a block keeps %s bytes and computes %s FLOPs again (none, selective, "
+                     "full): expected less kept and more computed in that order"
+                     % (" ".join(flags), dtype, [kept[m][0] for m in kept], [kept[m][1] for m in kept]))
 
 
 def traced_events(args):
@@ -496,12 +555,15 @@ def plans():
     # report's layout shows the field was taken (a plan ignored would train one rank's too).
     for extra, fields in (
             ([], [{"tp": 2}, {"tp": 2, "sequence_parallel": True}, {"cp": 2}, {"dp": 2},
-                  {"pp": 2, "microbatches": 2}, {"pp": 2, "microbatches": 2, "schedule": "gpipe"}]),
+                  {"pp": 2, "microbatches": 2}, {"pp": 2, "microbatches": 2, "schedule": "gpipe"},
+                  {"dp": 2, "recompute": True}]),
             (["--experts", "4", "--top_k", "2"], [{"dp": 2, "ep": 2}])):
         expected = {}
         for plan in fields:
             path = plan_file("field-" + "-".join("%s%s" % item for item in plan.items()), json.dumps(plan))
-            expected[path] = {{"sequence_parallel": "sp"}.get(key, key): value for key, value in plan.items()}
+            # The report names the field sp, and the planner's recomputation "full".
+            expected[path] = {{"sequence_parallel": "sp"}.get(key, key):
+                              "full" if key == "recompute" else value for key, value in plan.items()}
 
         def took_fields(flags, r):
             want = expected[flags[1]]
@@ -511,7 +573,6 @@ def plans():
                    tolerance=1e-10)
     for name, text, message in (
             ("zero", '{"zero_stage": 2}', "zero_stage 2: gpt_train does not shard the model states"),
-            ("recompute", '{"recompute": true}', "recompute: gpt_train keeps every activation"),
             ("count", '{"tp": 0}', 'plan field "tp" must be an integer from 1 to'),
             ("flag", '{"sequence_parallel": 1}', 'plan field "sequence_parallel" must be true or false'),
             ("schedule", '{"schedule": "interleaved"}', 'plan field "schedule" must be "1f1b" or "gpipe"'),
@@ -608,7 +669,7 @@ def learns():
 
 try:
     {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts,
-     "pipeline": pipeline, "buckets": buckets, "cli": cli,
+     "pipeline": pipeline, "buckets": buckets, "memory": memory, "cli": cli,
      "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)

@@ -46,6 +46,8 @@ class CausalSelfAttention {
   std::vector<Parameter<T>*> parameters() {
     return {&qkv_weight, &qkv_bias, &proj_weight, &proj_bias};
   }
+  // Slot's buffers given back (full recomputation: the block's forward runs again).
+  void release(int slot) { saved_.release(slot); }
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 

@@ -35,8 +35,15 @@ class Block {
   const MixtureOfExperts<T>* mixture() const { return moe_ ? &*moe_ : nullptr; }
 
   std::vector<Parameter<T>*> parameters();
+  // Every layer's slot given back (full recomputation: forward runs again before backward);
+  // aux_loss and the experts' rows stay.
+  void release(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
+  // Selective recomputation: the most its MLP's recomputed activation took (freed after use).
+  std::size_t recomputed_bytes() const {
+    return moe_ ? moe_->recomputed_bytes() : mlp_->recomputed_bytes();
+  }
 
  private:
   LayerNorm<T> ln1_, ln2_;

@@ -35,6 +35,17 @@ struct GptConfig {
 // multiple of a, V not a multiple of 64, k not in [1, E].
 std::string config_problem(const GptConfig& config);
 
+// What a rank keeps from a forward for its backward (Part 16.4; Korthikanti et al., 2022):
+//   None       every activation the backward reads
+//   Selective  all but the MLP's hidden activation (x · W1 + b1 and its GELU, 8 N h/tp values
+//              per block, the largest): the backward computes it again from the MLP's input.
+//              The attention's scores are never kept (the kernels recompute them, as
+//              FlashAttention does), so this is Korthikanti's selective recomputation here.
+//   Full       each block's input only: the backward runs the block's forward again, its
+//              communication included, just before the block's backward
+// Every mode trains bit-identical weights: the same operations run again on the same values.
+enum class Recompute { None, Selective, Full };
+
 // How this rank holds the model. One rank (one_rank_layout) holds all of it; the trainers of
 // Parts 10 and 12 fill in the slices their students' functions give.
 struct GptLayout {
@@ -56,6 +67,8 @@ struct GptLayout {
   // rank's stage holds the pieces [piece_begin, piece_end); one rank holds all of them.
   int piece_begin = 0;
   int piece_end = 0;
+  // What the blocks keep for the backward.
+  Recompute recompute = Recompute::None;
 
   int vocab_begin(const GptConfig& c) const { return tp_idx * (c.vocab_size / tp_size); }
   int local_vocab(const GptConfig& c) const { return c.vocab_size / tp_size; }

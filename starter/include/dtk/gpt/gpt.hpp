@@ -36,7 +36,8 @@
 // made with whole, column_slice or row_slice (parameter.hpp) with the Sharing that says who
 // else holds them; (2) its forward and backward on (rows, width) matrices, what it keeps for
 // the backward in a Saved struct per micro-batch slot (slots.hpp), counted in its
-// activation_bytes(), and its other buffers in workspace_bytes(),
+// activation_bytes() and given back by release(slot) (full recomputation, config.hpp's
+// Recompute), and its other buffers in workspace_bytes(),
 // any communication through GptCommunication, never MPI; (3) its weights in parameters()'s
 // fixed order and in the table above; (4) the same layer in the PyTorch oracle's model
 // (tests/kit/gpt/check_oracle.py, oracle_case.cpp), its products in training_flops and its
@@ -117,16 +118,18 @@ class Gpt {
   // A mixture of experts: the (token, choice) rows each expert of this rank's blocks got in
   // slot's last forward, block after block (E values each). Empty for the dense model.
   std::vector<double> expert_rows(int slot) const;
-  // The bytes the first of this rank's blocks keeps for the backward (0 without blocks).
+  // The bytes the first of this rank's blocks keeps for the backward (0 without blocks; its
+  // input alone with full recomputation).
   std::size_t first_block_activation_bytes() const;
 
   // Every parameter this rank holds, named as in the PyTorch model's state dict, in a fixed
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
   std::vector<Parameter<T>*> parameters();
   // Bytes kept between the forward and the backward pass, every slot's (at their peak, right
-  // after the forwards).
+  // after the forwards): with full recomputation, each block's input.
   std::size_t activation_bytes() const;
-  // Bytes of the layers' other buffers: outputs passed on, gradients of inputs, scratch.
+  // Bytes of the layers' other buffers: outputs passed on, gradients of inputs, scratch, and
+  // with full recomputation the most a block's recomputed activations took.
   std::size_t workspace_bytes() const;
 
  private:
@@ -146,17 +149,24 @@ class Gpt {
     const Matrix<T>* head_input = nullptr;  // f(ln_f(x)): ln_f's output or head_entered
     Matrix<T> head_entered;                 // f(ln_f(x)) when f communicates
     VocabParallelLoss<T> loss;              // its logits_grad, of the mean over the rows
+    std::vector<Matrix<T>> block_inputs;    // Recompute::Full: each block's input (rows, h)
   };
   Slots<Saved> saved_;
   Matrix<T> logits_, logits_grad_, head_input_grad_;
   const Matrix<T>* stream_output_ = nullptr;      // without the head
   const Matrix<T>* stream_input_grad_ = nullptr;  // without the embedding
+  std::size_t recomputed_peak_ = 0;  // Recompute::Full: a block's activations, made again
 };
 
 // Model FLOPs of one training step on `tokens` tokens (of sequences of seq_len), by Part 4's
 // method: matrix products only, 2 FLOPs per multiply-add, the full T × T scores (no causal
 // halving), the backward twice the forward. With experts, each token's k experts and the router.
 double training_flops(const GptConfig& config, double tokens);
+
+// The FLOPs recomputation adds to one training step on `tokens` tokens (Part 4's method):
+// selective, the MLP's first product again (each of a token's k experts' with experts); full,
+// every block's forward again. Not counted by training_flops: MFU is of the model's FLOPs.
+double recompute_flops(const GptConfig& config, double tokens, Recompute recompute);
 
 // The forward FLOPs per token of each of the model's L + 2 pieces (GptLayout): the embedding (a
 // lookup: none), each block, the head (the LM head; ln_f and the loss are not products). Their

@@ -31,6 +31,8 @@ class LayerNorm {
 
   std::vector<Parameter<T>*> parameters() { return {&weight, &bias}; }
   // Activations: what the slots keep for a backward pass, every slot's. Workspace: dx.
+  // Slot's buffers given back (full recomputation: the block's forward runs again).
+  void release(int slot) { saved_.release(slot); }
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 

@@ -59,8 +59,13 @@ class MixtureOfExperts {
   const std::vector<double>& expert_rows(int slot) const { return saved_.read(slot).expert_rows; }
 
   std::vector<Parameter<T>*> parameters();
+  // Slot's buffers given back, its experts' too (full recomputation: the block's forward runs
+  // again); its expert_rows and aux_loss stay.
+  void release(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
+  // Selective recomputation: the most an expert's recomputed activation took (one at a time).
+  std::size_t recomputed_bytes() const;
 
   Parameter<T> router;  // (h, E), the same on every rank
 

@@ -8,6 +8,10 @@
 // GptCommunication's enter and exit. Each rank's GELU works on its own columns: no communication
 // between the two products. An expert of a mixture of experts is the same MLP, whole, without f
 // and g.
+//
+// With selective recomputation (the layout's Recompute::Selective) the forward does not keep
+// x · W1 + b1 and its GELU (8 N h/tp values): the backward computes them again from f(x), into
+// buffers it frees before it returns, so that one block's exist at a time, not every block's.
 #pragma once
 
 #include <string>
@@ -27,8 +31,10 @@ class Mlp {
   // which must outlive it.
   Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
       const InitialWeights& init, const GptCommunication<T>& comm);
-  // Expert `prefix` of a mixture: whole (Sharing::Expert), no communication.
-  Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init);
+  // Expert `prefix` of a mixture: whole (Sharing::Expert), no communication; its hidden
+  // activation recomputed as the layout says.
+  Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+      const InitialWeights& init);
 
   // x (N, h) → y (N, h): the block's residual stream rows, or the rows an expert processes.
   // Keeps what backward needs in slot `slot` (slots.hpp), and a reference to x when f is
@@ -38,12 +44,20 @@ class Mlp {
   const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
   std::vector<Parameter<T>*> parameters();
+  // Every slot's buffers given back (full recomputation: the block's forward runs again).
+  void release(int slot) { saved_.release(slot); }
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
+  // Selective recomputation: the most the recomputed activation took at once (0 without).
+  std::size_t recomputed_bytes() const { return recomputed_peak_; }
 
  private:
   Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
-      const std::vector<int>& hidden_columns, Sharing sharing, const GptCommunication<T>* comm);
+      const std::vector<int>& hidden_columns, Sharing sharing, const GptCommunication<T>* comm,
+      bool recompute_hidden);
+  // pre_activation = input · W1 + b1, hidden = GELU(pre_activation)
+  void hidden_activation(const Matrix<T>& input, Matrix<T>& pre_activation, Matrix<T>& hidden);
+  void release_recomputed();  // frees the recomputed buffers, noting their size
 
   struct Saved {
     const Matrix<T>* input = nullptr;  // f(x): x itself or entered
@@ -55,6 +69,10 @@ class Mlp {
   Linear<T> fc1_, fc2_;              // fc2 without its bias: b2 comes after g
   Parameter<T> fc2_bias_;
   Slots<Saved> saved_;
+  bool recompute_hidden_;
+  // Selective: the forward's x · W1 + b1 and GELU, not kept; the backward's, freed after it.
+  Matrix<T> recomputed_pre_activation_, recomputed_hidden_;
+  std::size_t recomputed_peak_ = 0;
   Matrix<T> partial_, exited_, y_;  // · W2, g(·) when it communicates, + b2
   Matrix<T> hidden_grad_, pre_activation_grad_, input_grad_;
 };

@@ -30,6 +30,11 @@ class Slots {
   Saved& read(int slot) { return slots_[checked(slot)]; }
   const Saved& read(int slot) const { return slots_[checked(slot)]; }
   std::size_t size() const { return slots_.size(); }
+  // Gives a slot's buffers back (recomputation: a forward run again fills it anew); a slot no
+  // forward filled has none.
+  void release(int slot) {
+    if (slot >= 0 && std::size_t(slot) < slots_.size()) slots_[slot] = Saved{};
+  }
 
   // Σ over the slots of bytes(saved).
   template <class Bytes>

@@ -72,6 +72,9 @@ struct GptTrainOptions {
   // Above 0: the data-parallel gradient sum runs in buckets of this many MB during the backward
   // (Part 15's assign_buckets and GradientBuckets); 0: one sum after the backward.
   double bucket_mb = 0;
+  // What the blocks keep for the backward (config.hpp's Recompute): the same weights, bit for
+  // bit, whatever it is.
+  Recompute recompute = Recompute::None;
 };
 
 // Why these options cannot train on `ranks` ranks with this corpus, in one sentence naming the
