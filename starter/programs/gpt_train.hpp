@@ -5,11 +5,14 @@
 //   gpt_train_parallelism.cpp  the students' functions of Parts 10-12 bound to the trainer
 //   gpt_train_pipeline.cpp     and Part 8's, for the pipeline (where the tree holds them)
 //   gpt_train_five_dimensional.cpp  and Part 14's: the grid and the interleaved pipeline
+//   gpt_train_overlap.cpp      and Part 15's: the gradient buckets
+//   gpt_train_zero.cpp         and Part 9's: ZeRO's shards of the model states
 //   gpt_train_analytic.cpp     the bytes and activations a layout should cost, from its shape
 #pragma once
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include <dtk/gpt/corpus.hpp>
 #include <dtk/gpt/trainer.hpp>
@@ -30,7 +33,8 @@ struct Options {
 };
 
 // The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's, Part
-// 14's and Part 15's for the pipeline, the grid and the buckets where the tree holds them.
+// 9's, Part 14's and Part 15's for the pipeline, ZeRO, the grid and the buckets where the tree
+// holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
 template <class T>
@@ -39,6 +43,8 @@ template <class T>
 void bind_five_dimensional(gpt::GptParallelism<T>& parallelism);  // gpt_train_five_dimensional.cpp
 template <class T>
 void bind_overlap(gpt::GptParallelism<T>& parallelism);  // gpt_train_overlap.cpp
+template <class T>
+void bind_zero(gpt::GptParallelism<T>& parallelism);  // gpt_train_zero.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the
@@ -61,6 +67,17 @@ struct ActivationCounts {
 };
 ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
                                                 const gpt::GptConfig& model, std::size_t e);
+
+// The model states one rank holds, counted from the shape (Part 9.1's terms, in bytes of e): its
+// chunks' parameters (each [begin, end) of pieces), their gradients, Adam's m and v; at ZeRO stage
+// 1 the optimizer's for a shard of each group's values (model_states.hpp), at stage 2 the
+// gradients' too, ceil(n / p) values a rank.
+struct ModelStateCounts {
+  double parameters = 0, gradients = 0, optimizer = 0;
+};
+ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt::GptConfig& model,
+                                       const std::vector<std::array<int, 2>>& chunks,
+                                       std::size_t e);
 
 // Rank 0: what the run will do, before it starts.
 void print_header(const Options& o, const gpt::Corpus& corpus, int ranks);

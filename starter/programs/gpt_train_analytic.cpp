@@ -8,6 +8,9 @@
 // p ranks as 2 (p − 1) n / p, an all-gather as (p − 1) n of its input, a reduce-scatter as
 // (p − 1) n of its output (communicator.hpp).
 #include <array>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "gpt_train.hpp"
 
@@ -25,15 +28,45 @@ struct ParameterClasses {
   double sliced, replicated, experts;
 };
 
-ParameterClasses parameter_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m) {
-  const double h = m.hidden, V = m.vocab_size, p = t.tp, L = m.layers;
+// Of piece `piece` of the model (0 the embedding, 1 .. L the blocks, L + 1 the head).
+ParameterClasses piece_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m, int piece) {
+  const double h = m.hidden, V = m.vocab_size, p = t.tp;
+  if (piece == 0) return {V * h / p, double(m.seq_len) * h, 0};    // wte's rows, wpe
+  if (piece == m.layers + 1) return {V * h / p, 2 * h, 0};         // the LM head, ln_f
   const double attention = 3 * h * h / p + 3 * h / p + h * h / p;  // W_qkv, b_qkv, W_proj
   const double mlp = m.mixture_of_experts() ? 0 : 8 * h * h / p + 4 * h / p;  // W1, b1, W2
-  const double per_block_replicated = 4 * h + h + (m.mixture_of_experts() ? h * m.experts : h);
-  return {2 * V * h / p + L * (attention + mlp),
-          double(m.seq_len) * h + L * per_block_replicated + 2 * h,
-          L * double(m.experts) / t.ep * (8 * h * h + 5 * h)};
+  // Two LayerNorms, b_proj, and b2 or the router.
+  const double replicated = 4 * h + h + (m.mixture_of_experts() ? h * m.experts : h);
+  return {attention + mlp, replicated, double(m.experts) / t.ep * (8 * h * h + 5 * h)};
 }
+
+// Of the pieces [begin, end).
+ParameterClasses pieces_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m, int begin,
+                                int end) {
+  ParameterClasses sum{0, 0, 0};
+  for (int piece = begin; piece < end; ++piece) {
+    const ParameterClasses c = piece_classes(t, m, piece);
+    sum = {sum.sliced + c.sliced, sum.replicated + c.replicated, sum.experts + c.experts};
+  }
+  return sum;
+}
+
+ParameterClasses parameter_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m) {
+  return pieces_classes(t, m, 0, m.layers + 2);
+}
+
+// The segments of the flat vectors (gpt/model_states.hpp) of a rank holding `c`: each a number of
+// values and the ranks that sum them.
+std::array<std::pair<double, int>, 3> segments(const gpt::GptTrainOptions& t,
+                                               const ParameterClasses& c) {
+  const int replicas = t.dp * t.cp;
+  return {{{c.experts, t.dp / t.ep * t.cp},
+           {t.sequence_parallel ? c.replicated : 0, t.tp * replicas},
+           {c.sliced + (t.sequence_parallel ? 0 : c.replicated), replicas}}};
+}
+
+// Part 9.2's shard of n values over p ranks (all of them on one rank).
+double shard(double n, int p) { return std::ceil(n / p); }
 
 }  // namespace
 
@@ -63,13 +96,17 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
   // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
   // doubles per block) over dp · cp. Part 15's buckets (--bucket_mb) sum in double.
-  const ParameterClasses c = parameter_classes(t, m);
+  // ZeRO-1 gathers the updated shards after the all-reduce (an all-gather of s values); ZeRO-2
+  // reduce-scatters instead, then gathers: 2 (p − 1) s values.
   const int replicas = t.dp * t.cp;
   const std::size_t g = t.bucket_mb > 0 ? sizeof(double) : e;
-  bytes[2] = allreduce(c.sliced * g, replicas) +
-             allreduce(c.replicated * g, t.sequence_parallel ? t.tp * replicas : replicas) +
-             allreduce(c.experts * e, t.dp / t.ep * t.cp) +
-             (m.mixture_of_experts() ? (L + R) * allreduce(2.0 * m.experts * 8, replicas) : 0);
+  for (const auto& [n, p] : segments(t, parameter_classes(t, m))) {
+    if (p == 1) continue;
+    const double s = shard(n, p);
+    bytes[2] += t.zero_stage == 2 ? 2.0 * (p - 1) * s * e
+                                  : allreduce(n * g, p) + (t.zero_stage == 1 ? (p - 1) * s * e : 0);
+  }
+  if (m.mixture_of_experts()) bytes[2] += (L + R) * allreduce(2.0 * m.experts * 8, replicas);
   if (t.ep > 1) {
     // If the router spread the rows evenly: dispatch and combine, forward and backward, each
     // send the (ep − 1)/ep of the k · N rows whose experts are elsewhere.
@@ -117,6 +154,24 @@ double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_id
   int directions = 0;
   for (int c = pp_idx; c < chunks; c += t.pp) directions += (c < chunks - 1) + (c > 0);
   return directions * t.microbatches * micro_batch_stream_rows(t) * t.model.hidden * double(e);
+}
+
+ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt::GptConfig& m,
+                                       const std::vector<std::array<int, 2>>& chunks,
+                                       std::size_t e) {
+  ParameterClasses held{0, 0, 0};
+  for (const auto& [begin, end] : chunks) {
+    const ParameterClasses c = pieces_classes(t, m, begin, end);
+    held = {held.sliced + c.sliced, held.replicated + c.replicated, held.experts + c.experts};
+  }
+  ModelStateCounts count;
+  for (const auto& [n, p] : segments(t, held)) {
+    const double s = t.zero_stage > 0 ? shard(n, p) : n;
+    count.parameters += n * e;
+    count.gradients += (t.zero_stage == 2 ? s : n) * e;
+    count.optimizer += t.optimizer == gpt::Optimizer::Adam ? 2 * s * e : 0;
+  }
+  return count;
 }
 
 }  // namespace dtk::gpt_train

@@ -139,6 +139,9 @@ gpt::GptParallelism<T> student_parallelism() {
 #if DTK_WITH_GPT_INTERLEAVED
   bind_five_dimensional(p);
 #endif
+#if DTK_WITH_GPT_ZERO
+  bind_zero(p);
+#endif
 #if DTK_WITH_GPT_OVERLAP
   bind_overlap(p);
 #endif

@@ -149,6 +149,10 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
     }
     std::printf("\n");
   }
+  if (t.zero_stage > 0) {
+    std::printf("  ZeRO stage %d: %s sharded over the ranks that sum each gradient\n", t.zero_stage,
+                t.zero_stage == 1 ? "Adam's states" : "Adam's states and the summed gradients");
+  }
   if (t.recompute != gpt::Recompute::None) {
     std::printf("  recomputation: %s (%s)\n", recompute_name(t.recompute),
                 t.recompute == gpt::Recompute::Full
@@ -180,12 +184,18 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
       "from the forward to the backward pass; transient: every other buffer of a step):\n");
   std::printf("  %4s %10s %10s %10s %12s %10s\n", "rank", "params", "grads", "optimizer",
               "activations", "transient");
+  const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
   for (const gpt::GptRankReport& m : r.ranks) {
     std::printf("  %4d %s %s %s   %s %s\n", m.rank, mebibytes(m.parameters).c_str(),
                 mebibytes(m.gradients).c_str(), mebibytes(m.optimizer).c_str(),
                 mebibytes(m.activations).c_str(), mebibytes(m.transient).c_str());
+    const ModelStateCounts count =
+        analytic_model_states(o.train, model, stage_chunks(r.chunk_cuts, o.train.pp, m.pp_idx), e);
+    std::printf("  %4s %s %s %s   (its model states counted from the shape%s)\n", "",
+                mebibytes(count.parameters).c_str(), mebibytes(count.gradients).c_str(),
+                mebibytes(count.optimizer).c_str(),
+                o.train.zero_stage > 0 ? ", ZeRO's shards ceil(n / p)" : "");
   }
-  const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
   if (!o.train.model.mixture_of_experts()) {
     // The count is of a rank's whole share; a pipeline's stage holds `in flight` of its
     // micro-batches at once (interleaved, its first chunk, which holds its first block).
@@ -284,11 +294,11 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                        {"seconds", s.seconds},
                        {"expert_rows", s.expert_rows}});
   }
-  gpt::GptConfig m = t.model;
-  m.vocab_size = corpus.vocab_size;
+  gpt::GptConfig model = t.model;
+  model.vocab_size = corpus.vocab_size;
   const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
-  const std::array<double, 4> count = analytic_bytes_per_step(t, m, e);
-  const ActivationCounts activations = analytic_activations_per_block(t, m, e);
+  const std::array<double, 4> count = analytic_bytes_per_step(t, model, e);
+  const ActivationCounts activations = analytic_activations_per_block(t, model, e);
   for (const gpt::GptValidation& v : r.validation) {
     validation.push_back({{"step", v.step}, {"loss", v.loss}});
   }
@@ -297,6 +307,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                                m.data_parallel_bytes + m.expert_parallel_bytes +
                                m.pipeline_parallel_bytes;
     const std::vector<std::array<int, 2>> chunks = stage_chunks(r.chunk_cuts, t.pp, m.pp_idx);
+    const ModelStateCounts states = analytic_model_states(t, model, chunks, e);
     ranks.push_back({{"rank", m.rank},
                      {"tp_idx", m.tp_idx},
                      {"cp_idx", m.cp_idx},
@@ -327,6 +338,10 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                        {"data_parallel", m.data_parallel_bytes},
                        {"expert_parallel", m.expert_parallel_bytes},
                        {"pipeline_parallel", m.pipeline_parallel_bytes}}},
+                     {"model_states_counted",
+                      {{"parameters", states.parameters},
+                       {"gradients", states.gradients},
+                       {"optimizer", states.optimizer}}},
                      {"expected_bytes_per_step",
                       {{"tensor_parallel", count[0]},
                        {"context_parallel", count[1]},
@@ -338,14 +353,14 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
   const BlasKernel blas = blas_kernel();
   const nlohmann::json report = {
       {"model",
-       {{"layers", m.layers},
-        {"hidden", m.hidden},
-        {"heads", m.heads},
-        {"seq_len", m.seq_len},
-        {"vocab_size", m.vocab_size},
-        {"experts", m.experts},
-        {"top_k", m.top_k},
-        {"aux_loss_coef", m.aux_loss_coef},
+       {{"layers", model.layers},
+        {"hidden", model.hidden},
+        {"heads", model.heads},
+        {"seq_len", model.seq_len},
+        {"vocab_size", model.vocab_size},
+        {"experts", model.experts},
+        {"top_k", model.top_k},
+        {"aux_loss_coef", model.aux_loss_coef},
         {"parameters", r.parameter_count}}},
       {"layout",
        {{"tp", t.tp},
@@ -360,7 +375,8 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"bubble_theory", bubble_theory(t)},
         {"sp", t.sequence_parallel},
         {"zigzag", t.zigzag},
-        {"recompute", recompute_name(t.recompute)}}},
+        {"recompute", recompute_name(t.recompute)},
+        {"zero_stage", t.zero_stage}}},
       {"corpus",
        {{"source", corpus.source},
         {"characters", corpus.tokens.size()},
@@ -390,7 +406,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"thread_timeout", blas.thread_timeout}}},
       {"mfu", r.mfu},
       {"recompute_flops_per_step",
-       r.steps ? gpt::recompute_flops(m, r.tokens / r.steps, t.recompute) : 0.0},
+       r.steps ? gpt::recompute_flops(model, r.tokens / r.steps, t.recompute) : 0.0},
       {"history", history},
       {"validation", validation},
       {"sample", r.sample},

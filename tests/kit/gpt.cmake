@@ -24,7 +24,7 @@ endforeach()
 # rings' Isends made during the backward); every bad command line or input is one line and
 # exit 2; the BLAS's kernels are the processor's fastest unless the environment names them, with
 # the same weights; a short run on the Bible learns.
-foreach(mode layouts tensor context experts pipeline buckets memory cli blas learns)
+foreach(mode layouts tensor context experts pipeline buckets memory zero cli blas learns)
   add_test(NAME kit_gpt_train_${mode}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_gpt_train.py ${mode}
                    $<TARGET_FILE:gpt_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})

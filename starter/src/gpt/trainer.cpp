@@ -17,9 +17,9 @@
 #include "dtk/gpt/bytes.hpp"
 #include "dtk/gpt/gemm_peak.hpp"
 #include "dtk/gpt/gpt.hpp"
+#include "dtk/gpt/model_states.hpp"
 #include "dtk/gpt/pipeline_stage.hpp"
 #include "dtk/gpt/sampling.hpp"
-#include "dtk/training/adam.hpp"
 #include "dtk/training/progress_line.hpp"
 #include "dtk/training/rank_count.hpp"
 
@@ -28,36 +28,6 @@ namespace dtk::gpt {
 namespace {
 
 std::string text(long value) { return std::to_string(value); }
-
-// Every parameter's value or gradient, one after another in the order of model.parameters(): the
-// one vector the data-parallel sum and Adam work on.
-template <class T>
-class FlatView {
- public:
-  explicit FlatView(const std::vector<Parameter<T>*>& params) : params_(params) {
-    std::size_t size = 0;
-    for (const Parameter<T>* p : params_) size += p->value.size();
-    values_ = xt::zeros<T>({size});
-  }
-  xt::xtensor<T, 1>& values() { return values_; }
-
-  void gather(Matrix<T> Parameter<T>::*member) {
-    T* out = values_.data();
-    for (const Parameter<T>* p : params_)
-      out = std::copy((p->*member).begin(), (p->*member).end(), out);
-  }
-  void scatter(Matrix<T> Parameter<T>::*member) {
-    const T* in = values_.data();
-    for (Parameter<T>* p : params_) {
-      std::copy_n(in, (p->*member).size(), (p->*member).begin());
-      in += (p->*member).size();
-    }
-  }
-
- private:
-  std::vector<Parameter<T>*> params_;
-  xt::xtensor<T, 1> values_;
-};
 
 // The square of the model's L2 norm, each parameter counted once, on the first context-parallel
 // rank: a tensor-parallel slice on the first data-parallel replica, a replicated tensor also only
@@ -79,56 +49,6 @@ double weights_square_sum(const std::vector<Parameter<T>*>& parameters, const Gp
   MPI_Allreduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, world.handle());
   return total;
 }
-
-// The ranks holding other tokens of the same tensor sum its gradient: an expert's replicas, the
-// whole stage for a replicated tensor under sequence parallelism (each tensor-parallel rank saw
-// its own positions), else the dp · cp ranks of the same tp_idx. The parameters go in that
-// order, so that each communicator sums one contiguous segment of the flat gradients.
-template <class T>
-class GradientSum {
- public:
-  GradientSum(std::vector<Parameter<T>*> params, GptGrid& g) {
-    Communicator* comms[3] = {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
-    const auto which = [&](const Parameter<T>* p) {
-      if (p->sharing == Sharing::Expert) return 0;
-      return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
-    };
-    std::stable_sort(params.begin(), params.end(),
-                     [&](auto* a, auto* b) { return which(a) < which(b); });
-    std::size_t begin = 0;
-    for (int c = 0; c < 3; ++c) {
-      std::size_t size = 0;
-      for (const Parameter<T>* p : params) size += which(p) == c ? p->value.size() : 0;
-      if (comms[c]->Get_size() > 1 && size > 0) segments_.push_back({comms[c], begin, size});
-      begin += size;
-    }
-    params_ = std::move(params);
-  }
-  // In the order of the flat vector.
-  const std::vector<Parameter<T>*>& parameters() const { return params_; }
-
-  void sum(xt::xtensor<T, 1>& flat) const {
-    for (const Segment& s : segments_) {
-      Span part{flat.data() + s.begin, s.size};
-      s.comm->Allreduce(part, part);
-    }
-  }
-
- private:
-  struct Span {  // what the Communicator needs of a container
-    using value_type = T;
-    T* ptr;
-    std::size_t n;
-    T* data() const { return ptr; }
-    std::size_t size() const { return n; }
-  };
-  struct Segment {
-    Communicator* comm;
-    std::size_t begin, size;
-  };
-  std::vector<Parameter<T>*> params_;
-  std::vector<Segment> segments_;
-};
 
 // A step's (or the validation's) summed cross-entropy over `comm` (loss_comm: the ranks scoring
 // other tokens, and the other stages, which score none; a tensor-parallel group scores the same
@@ -306,6 +226,14 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
            ": its gradients are summed over two groups of ranks, and the buckets sum over one "
            "(the data- and context-parallel ranks of a dense model)";
   }
+  if (o.zero_stage < 0 || o.zero_stage > 2) {
+    return "--zero " + text(o.zero_stage) + ": the stages are 0, 1 and 2";
+  }
+  if (o.zero_stage > 0 && o.bucket_mb > 0) {
+    return "--zero " + text(o.zero_stage) +
+           " with --bucket_mb: ZeRO sums the gradients shard by shard after the backward, the "
+           "buckets during it; use one of the two";
+  }
   if (interleaved && o.pp < 2) {
     return "--schedule interleaved needs --pp 2 or more: its chunks go round the stages";
   }
@@ -341,6 +269,11 @@ std::string build_problem(const GptTrainOptions& o, const GptParallelism<T>& par
   if (o.bucket_mb > 0 && !parallelism.bucketed_sum) {
     return "--bucket_mb runs the gradient sum on Part 15's functions (assignment 4), which this "
            "build of gpt_train does not hold";
+  }
+  if (o.zero_stage > 0 && !parallelism.zero_gather_params) {
+    return "--zero " + text(o.zero_stage) +
+           " shards the model states with Part 9's functions (assignment 2), which this build of "
+           "gpt_train does not hold";
   }
   if (o.pp == 1 && o.microbatches == 1) return "";
   if (!parallelism.run_schedule) {
@@ -502,6 +435,13 @@ std::array<std::uint64_t, 5> bytes_sent(const GptGrid& g) {
           g.ep_comm.total_bytes_transferred(), g.pp_comm.total_bytes_transferred()};
 }
 
+// Part 9's functions for ZeRO stage `stage` (none at stage 0).
+template <class T>
+ZeroCollectives<T> zero_collectives(int stage, const GptParallelism<T>& par) {
+  if (stage == 0) return {};
+  return {stage == 1 ? par.zero1_grad_shard : par.zero2_grad_shard, par.zero_gather_params};
+}
+
 // One rank's training run: the model on its slice of the grid, the sums of its gradients, its
 // optimizer, and what it measures. train_gpt starts it, trains and validates step after step,
 // and finishes it. Not copyable: the model's communication refers to its members.
@@ -520,15 +460,14 @@ class GptRun {
         cuts_(chunk_cuts(config_, o, parallelism)),
         chunks_(make_chunks()),
         positions_(rank_positions(config_.seq_len, g_, parallelism)),
-        gradient_sum_(chunk_parameters(), g_),
-        flat_grads_(gradient_sum_.parameters()),
-        flat_values_(gradient_sum_.parameters()),
+        states_(chunk_parameters(), g_,
+                o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam
+                                               : ModelStates<T>::Update::Sgd,
+                o.zero_stage, zero_collectives(o.zero_stage, parallelism)),
         validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
         eval_every_(o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10)),
         global_tokens_(double(o.batch_size) * config_.seq_len) {
-    if (o.optimizer == Optimizer::Adam)
-      adam_ = std::make_unique<Adam<T>>(flat_values_.values().size());
-    for (const Parameter<T>* p : gradient_sum_.parameters())
+    for (const Parameter<T>* p : states_.parameters())
       bucket_index_.emplace(p, static_cast<int>(bucket_index_.size()));
     report_.parameter_count = parameter_count(config_);
     report_.bigram_entropy =
@@ -606,9 +545,9 @@ class GptRun {
     report_.val_loss = report_.validation.back().loss;
     report_.tokens_per_second = report_.tokens / report_.seconds;
     report_.flops_per_second = training_flops(config_, report_.tokens) / report_.seconds;
-    report_.gemm_peak = gemm_peak_flops<T>(world_);
+    report_.gemm_peak = gemm_peak_flops<T>(world_, std::min(kGemmPeakSeconds, report_.seconds));
     report_.mfu = report_.flops_per_second / report_.gemm_peak;
-    report_.weights_l2 = std::sqrt(weights_square_sum(gradient_sum_.parameters(), g_, world_));
+    report_.weights_l2 = std::sqrt(weights_square_sum(states_.parameters(), g_, world_));
     measure_memory_and_bytes();
     report_.ranks = gather_reports(measured_, world_);
     if (recorder_) report_.timeline = gather_timeline(recorder_->events(), world_);
@@ -663,7 +602,7 @@ class GptRun {
         std::max(measured_.block_activations, model().first_block_activation_bytes());
     const double forward_end = MPI_Wtime();
     step_expert_rows_ = {model().expert_rows(0)};
-    model().zero_grad();
+    states_.zero_grad();
     if (sums_in_buckets()) start_buckets();
     model().backward();
     if (recorder_) {
@@ -699,8 +638,8 @@ class GptRun {
     std::vector<std::unique_ptr<GptPipelineStage<T>>> stages;
     std::vector<PipelineStage<T>*> chunk_stages;
     const int chunks = static_cast<int>(chunks_.size());
+    states_.zero_grad();
     for (int v = 0; v < chunks; ++v) {
-      chunks_[v]->zero_grad();
       stages.push_back(std::make_unique<GptPipelineStage<T>>(*chunks_[v], micro_batches, in_flight,
                                                              recorder_.get(), chunks > 1 ? v : -1));
       chunk_stages.push_back(stages.back().get());
@@ -741,7 +680,7 @@ class GptRun {
   bool sums_in_buckets() const { return o_.bucket_mb > 0 && g_.replica_comm.Get_size() > 1; }
   void start_buckets() {
     std::vector<std::size_t> sizes;
-    for (const Parameter<T>* p : gradient_sum_.parameters()) sizes.push_back(p->grad.size());
+    for (const Parameter<T>* p : states_.parameters()) sizes.push_back(p->grad.size());
     const auto cap = static_cast<std::size_t>(o_.bucket_mb * (1 << 20));
     bucketed_sum_ =
         parallelism_.bucketed_sum(sizes, std::max<std::size_t>(cap, 1), g_.replica_comm);
@@ -757,28 +696,16 @@ class GptRun {
   void finish_buckets() {
     const std::vector<xt::xtensor<double, 1>> sums = bucketed_sum_->finish();
     bucketed_sum_.reset();
-    const std::vector<Parameter<T>*>& params = gradient_sum_.parameters();
+    const std::vector<Parameter<T>*>& params = states_.parameters();
     for (std::size_t i = 0; i < params.size(); ++i) {
       std::copy(sums.at(i).begin(), sums.at(i).end(), params[i]->grad.begin());
     }
   }
 
   // The gradients summed, then the optimizer's step: the same on every rank holding the same
-  // tensor.
+  // tensor (model_states.hpp: whole, or at ZeRO stage 1 or 2 shard by shard).
   void optimizer_step(double lr) {
-    flat_grads_.gather(&Parameter<T>::grad);
-    if (!sums_in_buckets()) {
-      const double sum_begin = MPI_Wtime();
-      gradient_sum_.sum(flat_grads_.values());
-      measured_.exposed_sum_seconds += MPI_Wtime() - sum_begin;
-    }
-    flat_values_.gather(&Parameter<T>::value);
-    if (adam_) {
-      adam_->step(flat_values_.values(), 0, flat_grads_.values(), T(lr));
-    } else {
-      flat_values_.values() -= T(lr) * flat_grads_.values();
-    }
-    flat_values_.scatter(&Parameter<T>::value);
+    measured_.exposed_sum_seconds += states_.step(lr, sums_in_buckets());
   }
 
   // The step's loss over the global batch and its experts' rows; a loss that is no longer
@@ -805,13 +732,14 @@ class GptRun {
   }
 
   void measure_memory_and_bytes() {
-    for (const Parameter<T>* p : gradient_sum_.parameters()) {
-      measured_.parameters += bytes_of(p->value);
-      measured_.gradients += bytes_of(p->grad);
+    for (const Parameter<T>* p : states_.parameters()) {
       if (p->sharing == Sharing::Expert) measured_.expert_parameters += bytes_of(p->value);
     }
-    measured_.optimizer = adam_ ? adam_->state_bytes() : 0;
-    measured_.transient = workspace_bytes() + bytes_of(flat_grads_.values(), flat_values_.values());
+    const typename ModelStates<T>::Bytes states = states_.bytes();
+    measured_.parameters = states.parameters;
+    measured_.gradients = states.gradients;
+    measured_.optimizer = states.optimizer;
+    measured_.transient = workspace_bytes() + states.transient;
     measured_.tensor_parallel_bytes = step_bytes_[0];
     measured_.context_parallel_bytes = step_bytes_[1];
     measured_.data_parallel_bytes = step_bytes_[2];
@@ -852,12 +780,10 @@ class GptRun {
   std::vector<std::unique_ptr<Gpt<T>>>
       chunks_;                  // this rank's: chunk v is the model's v · pp + pp_idx
   std::vector<int> positions_;  // of each sequence, this rank's
-  GradientSum<T> gradient_sum_;
-  // --bucket_mb: each parameter's place in gradient_sum_'s order, and the step's sum in flight.
+  ModelStates<T> states_;
+  // --bucket_mb: each parameter's place in states_'s order, and the step's sum in flight.
   std::map<const Parameter<T>*, int> bucket_index_;
   std::optional<BucketedSum> bucketed_sum_;
-  FlatView<T> flat_grads_, flat_values_;
-  std::unique_ptr<Adam<T>> adam_;
   std::vector<std::size_t> validation_;  // the validation windows
   long eval_every_;
   double global_tokens_;  // of a step

@@ -37,6 +37,11 @@
            experts with ep: the weights, losses and experts' rows of the run without it, bit for
            bit; a block's activations (full: its input alone), every group's bytes and the
            pipeline's in flight as counted, the FLOPs computed again reported.
+  zero     Part 9's ZeRO on the GPT (--zero 1, 2): dp 4 and 3 (shards with padding), tp x --sp x
+           dp, cp x dp, pp x dp and experts with ep against --zero 0: stage 1 the same weights
+           bit for bit, stage 2 to 1e-12; every rank's parameters, gradients and Adam's states
+           as counted from the shape (ceil(n / p) values of each group's segment), fewer than at
+           stage 0 from the stage that shards them; the data-parallel bytes as counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -44,8 +49,9 @@
            made, a plan (--plan) that is not JSON or has a field gpt_train cannot run (naming
            it); a run that diverges stops with one line and exit 1. --help exits 0. A plan runs
            as its flags do (the same weights_l2, bit for bit), flags beside it override it, and
-           each field (tp, sp, cp, dp, pp with micro-batches, the schedule, ep, recompute)
-           trains one rank's weights to 1e-10 with the report's layout showing the field taken.
+           each field (tp, sp, cp, dp, pp with micro-batches, the schedule, ep, recompute,
+           zero_stage) trains one rank's weights to 1e-10 with the report's layout showing the
+           field taken.
   blas     the BLAS's kernels: left to itself, gpt_train multiplies with the fastest kernels the
            processor runs (never newer), names them beside the GEMM peak and in its report;
            kernels named by OPENBLAS_CORETYPE are kept, and a one-line note says when faster
@@ -351,6 +357,54 @@ def memory():
                      % (" ".join(flags), dtype, [kept[m][0] for m in kept], [kept[m][1] for m in kept]))
 
 
+def model_states_match(r):
+    """Every rank's parameters, gradients and optimizer states against gpt_train's count."""
+    return ["rank %d holds %d bytes of %s, the count is %.0f"
+            % (rank["rank"], rank["peak_bytes"][key], key, rank["model_states_counted"][key])
+            for rank in r["ranks"] for key in ("parameters", "gradients", "optimizer")
+            if rank["peak_bytes"][key] != rank["model_states_counted"][key]]
+
+
+def zero():
+    """--zero 1 and 2 against 0, layout by layout: stage 1 the same weights bit for bit (the same
+    all-reduce, the same update of each value), stage 2 to 1e-12 (a reduce-scatter may add in
+    another order); every rank's model states as counted (Adam's states of a shard at stage 1,
+    the gradients' shard too at stage 2) and fewer than without; its data-parallel bytes as
+    counted (stage 1 gathers the shards after the all-reduce)."""
+    layouts = [(4, ["--dp", "4"]), (3, ["--dp", "3"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+               (4, ["--cp", "2", "--dp", "2"]), (4, ["--pp", "2", "--dp", "2"]),
+               (4, ["--dp", "4", "--ep", "2", "--experts", "4", "--top_k", "2"])]
+    for ranks, flags in layouts:
+        common = TINY + flags + ["--batch_size", "12", "--steps", "3", "--dtype", "double"]
+        reports = {stage: report_of(ranks, common + ["--zero", stage], "zero" + stage)
+                   for stage in ("0", "1", "2")}
+        if None in reports.values():
+            continue
+        base = reports["0"]
+        for stage, r in reports.items():
+            where = "--zero %s %s (-n %d)" % (stage, " ".join(flags), ranks)
+            l2 = abs(r["weights_l2"] - base["weights_l2"]) / base["weights_l2"]
+            problems = [] if l2 <= (0 if stage != "2" else 1e-12) else \
+                ["weights_l2 %.17g, at stage 0 %.17g" % (r["weights_l2"], base["weights_l2"])]
+            problems += model_states_match(r)
+            if r["layout"]["pp"] == 1:  # (the count of an all-reduce over 3 ranks has thirds)
+                problems += bytes_match(r, ("data_parallel",), 1e-5)
+            for key, sharded_from in (("optimizer", "1"), ("gradients", "2")):
+                fewer = all(rank["peak_bytes"][key] < first["peak_bytes"][key]
+                            for rank, first in zip(r["ranks"], base["ranks"]))
+                if (stage >= sharded_from) != fewer:
+                    problems.append("%s bytes %s, at stage 0 %s" % (
+                        key, [rank["peak_bytes"][key] for rank in r["ranks"]],
+                        [rank["peak_bytes"][key] for rank in base["ranks"]]))
+            if problems:
+                fail("%s: %s" % (where, "; ".join(problems)))
+            else:
+                states = r["ranks"][0]["peak_bytes"]
+                print("ok: %s: weights_l2 relative difference %.1e; rank 0 holds %d + %d + %d bytes "
+                      "of parameters, gradients and Adam's states, as counted"
+                      % (where, l2, states["parameters"], states["gradients"], states["optimizer"]))
+
+
 def traced_events(args):
     """The complete ("X") events of gpt_train's --trace of `args` on 2 ranks; None (a failure
     said) when it does not run."""
@@ -556,7 +610,7 @@ def plans():
     for extra, fields in (
             ([], [{"tp": 2}, {"tp": 2, "sequence_parallel": True}, {"cp": 2}, {"dp": 2},
                   {"pp": 2, "microbatches": 2}, {"pp": 2, "microbatches": 2, "schedule": "gpipe"},
-                  {"dp": 2, "recompute": True}]),
+                  {"dp": 2, "recompute": True}, {"dp": 2, "zero_stage": 2}]),
             (["--experts", "4", "--top_k", "2"], [{"dp": 2, "ep": 2}])):
         expected = {}
         for plan in fields:
@@ -572,7 +626,7 @@ def plans():
         same_model("plan field", [(2, ["--plan", path]) for path in expected], extra, took_fields,
                    tolerance=1e-10)
     for name, text, message in (
-            ("zero", '{"zero_stage": 2}', "zero_stage 2: gpt_train does not shard the model states"),
+            ("zero", '{"zero_stage": 3}', "zero_stage 3: gpt_train shards the optimizer's states"),
             ("count", '{"tp": 0}', 'plan field "tp" must be an integer from 1 to'),
             ("flag", '{"sequence_parallel": 1}', 'plan field "sequence_parallel" must be true or false'),
             ("schedule", '{"schedule": "interleaved"}', 'plan field "schedule" must be "1f1b" or "gpipe"'),
@@ -669,7 +723,7 @@ def learns():
 
 try:
     {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts,
-     "pipeline": pipeline, "buckets": buckets, "memory": memory, "cli": cli,
+     "pipeline": pipeline, "buckets": buckets, "memory": memory, "zero": zero, "cli": cli,
      "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)
