@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes figs/gpt_memory.svg: the memory of one of 4 data-parallel ranks training gpt_train's
 default GPT, by category (parameters, gradients, Adam's states, activations, the step's other
-buffers), at each ZeRO stage gpt_train runs (--zero 0, 1, 2) with each recomputation (--recompute
+buffers), at each ZeRO stage gpt_train runs (--zero 0 to 3) with each recomputation (--recompute
 none, selective, full): measured (the bars: --report's peak_bytes of rank 0), and the model states
 counted from the shape (the dashed mark: Part 9.1's terms, ZeRO's shards ceil(n / p)). Every bar
 is a run: rerun this script when the trainer changes.
@@ -80,5 +80,5 @@ def figure(runs):
 
 with tempfile.TemporaryDirectory() as scratch:
     runs = [(zero, recompute, measure(zero, recompute, scratch))
-            for zero in (0, 1, 2) for recompute in ("none", "selective", "full")]
+            for zero in (0, 1, 2, 3) for recompute in ("none", "selective", "full")]
 write_svg(OUTPUT, figure(runs))

@@ -65,14 +65,16 @@ std::string help_text() {
        << "                     writes one): its tp, cp, dp, pp, ep, microbatches,\n"
        << "                     sequence_parallel, schedule, zero_stage and recompute (full);\n"
        << "                     the flags beside it override them (and --sp turns sequence\n"
-       << "                     parallelism on); a plan with zero_stage 3 is refused\n"
+       << "                     parallelism on)\n"
        << "Memory (Part 16):\n"
        << "  --recompute R      what a block keeps for the backward: none (everything), selective\n"
        << "                     (all but the MLP's hidden activation, computed again from its\n"
        << "                     input) or full (its input only: its forward runs again before\n"
        << "                     its backward); the same weights, bit for bit (default none)\n"
        << "  --zero Z           ZeRO (Part 9): 1 shards Adam's states over the ranks that sum\n"
-       << "                     each gradient, 2 the summed gradients too (default 0: none)\n"
+       << "                     each gradient, 2 the summed gradients too, 3 the parameters\n"
+       << "                     too, gathered piece by piece while the model runs (Part 16.3:\n"
+       << "                     FSDP; not with --bucket_mb) (default 0: none)\n"
        << "  --bucket_mb X      the data-parallel gradient sum in buckets of X MB, started during\n"
        << "                     the backward (Part 15; not with --pp, --microbatches, --sp or\n"
        << "                     --experts) (default 0: one sum after the backward)\n"
@@ -128,11 +130,6 @@ void apply_plan(const std::string& path, gpt::GptTrainOptions& t,
   } catch (const std::invalid_argument& error) {
     throw UsageError("--plan " + path + ": " + error.what());
   }
-  if (plan.zero_stage == 3) {
-    throw UsageError("--plan " + path +
-                     ": zero_stage 3: gpt_train shards the optimizer's states and the gradients "
-                     "(ZeRO 1 and 2), not the parameters; run the plan with zero_stage 2 or less");
-  }
   t.tp = plan.tp, t.cp = plan.cp, t.dp = plan.dp, t.pp = plan.pp, t.ep = plan.ep;
   t.sequence_parallel = plan.sequence_parallel;
   t.zero_stage = plan.zero_stage;
@@ -184,7 +181,7 @@ Options parse(int argc, char** argv) {
        }},
       {"--zero",
        [&](auto& f, auto& v) {
-         t.zero_stage = parse_choice<int>(f, v, {{"0", 0}, {"1", 1}, {"2", 2}});
+         t.zero_stage = parse_choice<int>(f, v, {{"0", 0}, {"1", 1}, {"2", 2}, {"3", 3}});
        }},
       {"--bucket_mb",
        [&](auto& f, auto& v) { t.bucket_mb = parse_positive_number(f, v, /*allow_zero=*/true); }},

@@ -7,6 +7,7 @@
 //   gpt_train_five_dimensional.cpp  and Part 14's: the grid and the interleaved pipeline
 //   gpt_train_overlap.cpp      and Part 15's: the gradient buckets
 //   gpt_train_zero.cpp         and Part 9's: ZeRO's shards of the model states
+//   gpt_train_memory.cpp       and Part 16's: the model fully sharded (ZeRO-3)
 //   gpt_train_analytic.cpp     the bytes and activations a layout should cost, from its shape
 #pragma once
 
@@ -33,8 +34,8 @@ struct Options {
 };
 
 // The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's, Part
-// 9's, Part 14's and Part 15's for the pipeline, ZeRO, the grid and the buckets where the tree
-// holds them.
+// 9's, Part 14's, Part 15's and Part 16's for the pipeline, ZeRO, the grid, the buckets and
+// ZeRO-3 where the tree holds them.
 template <class T>
 gpt::GptParallelism<T> student_parallelism();
 template <class T>
@@ -45,6 +46,8 @@ template <class T>
 void bind_overlap(gpt::GptParallelism<T>& parallelism);  // gpt_train_overlap.cpp
 template <class T>
 void bind_zero(gpt::GptParallelism<T>& parallelism);  // gpt_train_zero.cpp
+template <class T>
+void bind_memory(gpt::GptParallelism<T>& parallelism);  // gpt_train_memory.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
 // counted from the shape with values of e bytes; expert parallel's as if the router spread the
@@ -71,7 +74,8 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
 // The model states one rank holds, counted from the shape (Part 9.1's terms, in bytes of e): its
 // chunks' parameters (each [begin, end) of pieces), their gradients, Adam's m and v; at ZeRO stage
 // 1 the optimizer's for a shard of each group's values (model_states.hpp), at stage 2 the
-// gradients' too, ceil(n / p) values a rank.
+// gradients' too, ceil(n / p) values a rank; at stage 3 (fully_sharded.hpp) each piece's shards,
+// one piece whole at a time, and the optimizer's copy of the shards.
 struct ModelStateCounts {
   double parameters = 0, gradients = 0, optimizer = 0;
 };

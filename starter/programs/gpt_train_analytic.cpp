@@ -7,6 +7,7 @@
 // T/cp rows, w = h/tp columns of Q, K, V. The Communicator counts an all-reduce of n bytes over
 // p ranks as 2 (p − 1) n / p, an all-gather as (p − 1) n of its input, a reduce-scatter as
 // (p − 1) n of its output (communicator.hpp).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -101,10 +102,17 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   const int replicas = t.dp * t.cp;
   const std::size_t g = t.bucket_mb > 0 ? sizeof(double) : e;
   for (const auto& [n, p] : segments(t, parameter_classes(t, m))) {
-    if (p == 1) continue;
+    if (p == 1 || t.zero_stage == 3) continue;
     const double s = shard(n, p);
     bytes[2] += t.zero_stage == 2 ? 2.0 * (p - 1) * s * e
                                   : allreduce(n * g, p) + (t.zero_stage == 1 ? (p - 1) * s * e : 0);
+  }
+  // ZeRO-3: each piece gathered before its forward and its backward and its gradient
+  // reduce-scattered, per micro-batch: 3 (p − 1) s values of each group of the piece.
+  for (int piece = 0; t.zero_stage == 3 && piece < m.layers + 2; ++piece) {
+    for (const auto& [n, p] : segments(t, piece_classes(t, m, piece))) {
+      if (n > 0) bytes[2] += t.microbatches * 3.0 * (p - 1) * shard(n, p) * e;
+    }
   }
   if (m.mixture_of_experts()) bytes[2] += (L + R) * allreduce(2.0 * m.experts * 8, replicas);
   if (t.ep > 1) {
@@ -165,11 +173,28 @@ ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt:
     held = {held.sliced + c.sliced, held.replicated + c.replicated, held.experts + c.experts};
   }
   ModelStateCounts count;
+  const bool adam = t.optimizer == gpt::Optimizer::Adam;
+  if (t.zero_stage == 3) {
+    // Every piece's shards, and one piece whole at a time; the optimizer keeps a copy of the
+    // shards beside Adam's m and v (fully_sharded.hpp).
+    double shards = 0, largest = 0;
+    for (const auto& [begin, end] : chunks) {
+      for (int piece = begin; piece < end; ++piece) {
+        double whole = 0;
+        for (const auto& [n, p] : segments(t, piece_classes(t, m, piece))) {
+          shards += n > 0 ? shard(n, p) : 0;
+          whole += n;
+        }
+        largest = std::max(largest, whole);
+      }
+    }
+    return {(shards + largest) * e, shards * e, (adam ? 3 : 1) * shards * e};
+  }
   for (const auto& [n, p] : segments(t, held)) {
     const double s = t.zero_stage > 0 ? shard(n, p) : n;
     count.parameters += n * e;
     count.gradients += (t.zero_stage == 2 ? s : n) * e;
-    count.optimizer += t.optimizer == gpt::Optimizer::Adam ? 2 * s * e : 0;
+    count.optimizer += adam ? 2 * s * e : 0;
   }
   return count;
 }

@@ -142,6 +142,9 @@ gpt::GptParallelism<T> student_parallelism() {
 #if DTK_WITH_GPT_ZERO
   bind_zero(p);
 #endif
+#if DTK_WITH_GPT_MEMORY
+  bind_memory(p);
+#endif
 #if DTK_WITH_GPT_OVERLAP
   bind_overlap(p);
 #endif

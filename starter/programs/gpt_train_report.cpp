@@ -151,7 +151,10 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
   }
   if (t.zero_stage > 0) {
     std::printf("  ZeRO stage %d: %s sharded over the ranks that sum each gradient\n", t.zero_stage,
-                t.zero_stage == 1 ? "Adam's states" : "Adam's states and the summed gradients");
+                t.zero_stage == 1   ? "Adam's states"
+                : t.zero_stage == 2 ? "Adam's states and the summed gradients"
+                                    : "Adam's states, the summed gradients and the parameters "
+                                      "(each piece gathered while it runs)");
   }
   if (t.recompute != gpt::Recompute::None) {
     std::printf("  recomputation: %s (%s)\n", recompute_name(t.recompute),

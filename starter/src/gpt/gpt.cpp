@@ -91,15 +91,21 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
         ", " + std::to_string(stream->shape(1)) + "), expected (" + std::to_string(rows) + ", " +
         std::to_string(config_.hidden) + "): B · S rows of this rank's positions, h columns");
   }
-  const Matrix<T>* x =
-      embedding_ ? &embedding_->forward(batch.tokens, stream_positions, slot) : stream;
+  const Matrix<T>* x = stream;
+  if (embedding_) {
+    piece_starts(embedding_->parameters(), false);
+    x = &embedding_->forward(batch.tokens, stream_positions, slot);
+    piece_ends(embedding_->parameters(), false);
+  }
   GptLoss loss;
   const bool keep_inputs_only = layout_.recompute == Recompute::Full;
   if (keep_inputs_only) s.block_inputs.resize(blocks_.size());
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     // A copy: x is the buffer the block before (or the stage before) writes its next output to.
     if (keep_inputs_only) s.block_inputs[l] = *x;
+    piece_starts(blocks_[l].parameters(), false);
     x = &blocks_[l].forward(*x, batch, slot);
+    piece_ends(blocks_[l].parameters(), false);
     loss.aux_loss += blocks_[l].aux_loss(slot);
     if (keep_inputs_only) blocks_[l].release(slot);
   }
@@ -107,15 +113,34 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
     stream_output_ = x;
     return loss;
   }
+  piece_starts(head_parameters(), false);
   s.head_input =
       &communicate(comm_.enter_forward, final_norm_->forward(*x, slot), s.head_entered);  // f
   lm_head_->forward(*s.head_input, logits_);
+  piece_ends(head_parameters(), false);
   if (batch.targets.size() != 0) {
     s.loss = comm_.cross_entropy(logits_, batch.targets, layout_.vocab_begin(config_));
     loss.cross_entropy_sum = xt::sum(s.loss.loss)();
     loss.scored = s.loss.loss.size();
   }
   return loss;
+}
+
+template <class T>
+std::vector<Parameter<T>*> Gpt<T>::head_parameters() {
+  std::vector<Parameter<T>*> head = final_norm_->parameters();
+  head.push_back(&lm_head_->weight);
+  return head;
+}
+
+template <class T>
+void Gpt<T>::piece_starts(const std::vector<Parameter<T>*>& piece, bool backward) {
+  if (comm_.piece_starts) comm_.piece_starts(piece, backward);
+}
+
+template <class T>
+void Gpt<T>::piece_ends(const std::vector<Parameter<T>*>& piece, bool backward) {
+  if (comm_.piece_ends) comm_.piece_ends(piece, backward);
 }
 
 template <class T>
@@ -176,28 +201,30 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     // loss_tokens.
     const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
     xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
+    piece_starts(head_parameters(), true);
     lm_head_->backward(*s.head_input, logits_grad_, head_input_grad_);
     grad = &final_norm_->backward(
         communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's
-    if (comm_.gradients_ready) {
-      std::vector<Parameter<T>*> head = final_norm_->parameters();
-      head.push_back(&lm_head_->weight);
-      comm_.gradients_ready(head);
-    }
+    piece_ends(head_parameters(), true);
+    if (comm_.gradients_ready) comm_.gradients_ready(head_parameters());
   }
   const bool recompute = layout_.recompute == Recompute::Full;
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     Block<T>& block = blocks_[l];
+    piece_starts(block.parameters(), true);
     if (recompute) {  // the forward again, from the input kept: the same values as the first
       block.forward(s.block_inputs[l], *s.batch, slot);
       recomputed_peak_ = std::max(recomputed_peak_, block.activation_bytes());
     }
     grad = &block.backward(*grad, slot);
+    piece_ends(block.parameters(), true);
     if (recompute) block.release(slot);
     if (comm_.gradients_ready) comm_.gradients_ready(block.parameters());
   }
   if (embedding_) {
+    piece_starts(embedding_->parameters(), true);
     embedding_->backward(*grad, slot);
+    piece_ends(embedding_->parameters(), true);
     if (comm_.gradients_ready) comm_.gradients_ready(embedding_->parameters());
   } else {
     stream_input_grad_ = grad;
@@ -225,9 +252,17 @@ std::vector<Parameter<T>*> Gpt<T>::parameters() {
     for (Parameter<T>* p : block.parameters()) all.push_back(p);
   }
   if (lm_head_) {
-    for (Parameter<T>* p : final_norm_->parameters()) all.push_back(p);
-    all.push_back(&lm_head_->weight);
+    for (Parameter<T>* p : head_parameters()) all.push_back(p);
   }
+  return all;
+}
+
+template <class T>
+std::vector<std::vector<Parameter<T>*>> Gpt<T>::pieces() {
+  std::vector<std::vector<Parameter<T>*>> all;
+  if (embedding_) all.push_back(embedding_->parameters());
+  for (Block<T>& block : blocks_) all.push_back(block.parameters());
+  if (lm_head_) all.push_back(head_parameters());
   return all;
 }
 

@@ -15,6 +15,7 @@
 
 #include "dtk/gpt/batches.hpp"
 #include "dtk/gpt/bytes.hpp"
+#include "dtk/gpt/fully_sharded.hpp"
 #include "dtk/gpt/gemm_peak.hpp"
 #include "dtk/gpt/gpt.hpp"
 #include "dtk/gpt/model_states.hpp"
@@ -226,8 +227,8 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
            ": its gradients are summed over two groups of ranks, and the buckets sum over one "
            "(the data- and context-parallel ranks of a dense model)";
   }
-  if (o.zero_stage < 0 || o.zero_stage > 2) {
-    return "--zero " + text(o.zero_stage) + ": the stages are 0, 1 and 2";
+  if (o.zero_stage < 0 || o.zero_stage > 3) {
+    return "--zero " + text(o.zero_stage) + ": the stages are 0 to 3";
   }
   if (o.zero_stage > 0 && o.bucket_mb > 0) {
     return "--zero " + text(o.zero_stage) +
@@ -270,7 +271,11 @@ std::string build_problem(const GptTrainOptions& o, const GptParallelism<T>& par
     return "--bucket_mb runs the gradient sum on Part 15's functions (assignment 4), which this "
            "build of gpt_train does not hold";
   }
-  if (o.zero_stage > 0 && !parallelism.zero_gather_params) {
+  if (o.zero_stage == 3 && !parallelism.fully_sharded_blocks) {
+    return "--zero 3 gathers the model piece by piece with Part 16's FullyShardedBlocks "
+           "(assignment 4), which this build of gpt_train does not hold";
+  }
+  if ((o.zero_stage == 1 || o.zero_stage == 2) && !parallelism.zero_gather_params) {
     return "--zero " + text(o.zero_stage) +
            " shards the model states with Part 9's functions (assignment 2), which this build of "
            "gpt_train does not hold";
@@ -460,15 +465,24 @@ class GptRun {
         cuts_(chunk_cuts(config_, o, parallelism)),
         chunks_(make_chunks()),
         positions_(rank_positions(config_.seq_len, g_, parallelism)),
-        states_(chunk_parameters(), g_,
-                o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam
-                                               : ModelStates<T>::Update::Sgd,
-                o.zero_stage, zero_collectives(o.zero_stage, parallelism)),
         validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
         eval_every_(o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10)),
         global_tokens_(double(o.batch_size) * config_.seq_len) {
-    for (const Parameter<T>* p : states_.parameters())
-      bucket_index_.emplace(p, static_cast<int>(bucket_index_.size()));
+    const auto update =
+        o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam : ModelStates<T>::Update::Sgd;
+    if (o.zero_stage == 3) {
+      std::vector<std::vector<Parameter<T>*>> pieces;
+      for (const auto& chunk : chunks_) {
+        for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
+      }
+      sharded_ = std::make_unique<FullyShardedStates<T>>(pieces, g_, update,
+                                                         parallelism.fully_sharded_blocks);
+    } else {
+      states_ = std::make_unique<ModelStates<T>>(chunk_parameters(), g_, update, o.zero_stage,
+                                                 zero_collectives(o.zero_stage, parallelism));
+      for (const Parameter<T>* p : states_->parameters())
+        bucket_index_.emplace(p, static_cast<int>(bucket_index_.size()));
+    }
     report_.parameter_count = parameter_count(config_);
     report_.bigram_entropy =
         bigram_entropy(corpus.tokens, 0, corpus.validation_begin, corpus.vocab_size);
@@ -547,8 +561,10 @@ class GptRun {
     report_.flops_per_second = training_flops(config_, report_.tokens) / report_.seconds;
     report_.gemm_peak = gemm_peak_flops<T>(world_, std::min(kGemmPeakSeconds, report_.seconds));
     report_.mfu = report_.flops_per_second / report_.gemm_peak;
-    report_.weights_l2 = std::sqrt(weights_square_sum(states_.parameters(), g_, world_));
     measure_memory_and_bytes();
+    if (sharded_) sharded_->gather_all();  // the whole model, to measure it
+    report_.weights_l2 = std::sqrt(weights_square_sum(chunk_parameters(), g_, world_));
+    if (sharded_) sharded_->release_all();
     report_.ranks = gather_reports(measured_, world_);
     if (recorder_) report_.timeline = gather_timeline(recorder_->events(), world_);
     if (o_.sample_chars > 0) report_.sample = sample();
@@ -573,6 +589,14 @@ class GptRun {
       if (o_.bucket_mb > 0) {
         comm.gradients_ready = [this](const std::vector<Parameter<T>*>& ready) {
           gradients_ready(ready);
+        };
+      }
+      if (o_.zero_stage == 3) {
+        comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
+          sharded_->piece_starts(piece, backward);
+        };
+        comm.piece_ends = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
+          sharded_->piece_ends(piece, backward);
         };
       }
       GptLayout layout = make_layout(config_, g_, parallelism_, cuts_, v);
@@ -602,7 +626,7 @@ class GptRun {
         std::max(measured_.block_activations, model().first_block_activation_bytes());
     const double forward_end = MPI_Wtime();
     step_expert_rows_ = {model().expert_rows(0)};
-    states_.zero_grad();
+    zero_grad();
     if (sums_in_buckets()) start_buckets();
     model().backward();
     if (recorder_) {
@@ -638,7 +662,7 @@ class GptRun {
     std::vector<std::unique_ptr<GptPipelineStage<T>>> stages;
     std::vector<PipelineStage<T>*> chunk_stages;
     const int chunks = static_cast<int>(chunks_.size());
-    states_.zero_grad();
+    zero_grad();
     for (int v = 0; v < chunks; ++v) {
       stages.push_back(std::make_unique<GptPipelineStage<T>>(*chunks_[v], micro_batches, in_flight,
                                                              recorder_.get(), chunks > 1 ? v : -1));
@@ -680,7 +704,7 @@ class GptRun {
   bool sums_in_buckets() const { return o_.bucket_mb > 0 && g_.replica_comm.Get_size() > 1; }
   void start_buckets() {
     std::vector<std::size_t> sizes;
-    for (const Parameter<T>* p : states_.parameters()) sizes.push_back(p->grad.size());
+    for (const Parameter<T>* p : states_->parameters()) sizes.push_back(p->grad.size());
     const auto cap = static_cast<std::size_t>(o_.bucket_mb * (1 << 20));
     bucketed_sum_ =
         parallelism_.bucketed_sum(sizes, std::max<std::size_t>(cap, 1), g_.replica_comm);
@@ -696,7 +720,7 @@ class GptRun {
   void finish_buckets() {
     const std::vector<xt::xtensor<double, 1>> sums = bucketed_sum_->finish();
     bucketed_sum_.reset();
-    const std::vector<Parameter<T>*>& params = states_.parameters();
+    const std::vector<Parameter<T>*>& params = states_->parameters();
     for (std::size_t i = 0; i < params.size(); ++i) {
       std::copy(sums.at(i).begin(), sums.at(i).end(), params[i]->grad.begin());
     }
@@ -705,7 +729,17 @@ class GptRun {
   // The gradients summed, then the optimizer's step: the same on every rank holding the same
   // tensor (model_states.hpp: whole, or at ZeRO stage 1 or 2 shard by shard).
   void optimizer_step(double lr) {
-    measured_.exposed_sum_seconds += states_.step(lr, sums_in_buckets());
+    if (sharded_) {  // ZeRO-3: each piece's gradients were summed as its backward ended
+      sharded_->step(lr);
+    } else {
+      measured_.exposed_sum_seconds += states_->step(lr, sums_in_buckets());
+    }
+  }
+
+  // Every gradient zero before a step's backwards (ZeRO-3: each piece gets its own when its
+  // backward starts).
+  void zero_grad() {
+    if (states_) states_->zero_grad();
   }
 
   // The step's loss over the global batch and its experts' rows; a loss that is no longer
@@ -732,10 +766,11 @@ class GptRun {
   }
 
   void measure_memory_and_bytes() {
-    for (const Parameter<T>* p : states_.parameters()) {
-      if (p->sharing == Sharing::Expert) measured_.expert_parameters += bytes_of(p->value);
+    for (const Parameter<T>* p : chunk_parameters()) {  // an expert is held whole
+      if (p->sharing == Sharing::Expert)
+        measured_.expert_parameters += p->full_rows * p->full_cols * sizeof(T);
     }
-    const typename ModelStates<T>::Bytes states = states_.bytes();
+    const typename ModelStates<T>::Bytes states = sharded_ ? sharded_->bytes() : states_->bytes();
     measured_.parameters = states.parameters;
     measured_.gradients = states.gradients;
     measured_.optimizer = states.optimizer;
@@ -780,7 +815,9 @@ class GptRun {
   std::vector<std::unique_ptr<Gpt<T>>>
       chunks_;                  // this rank's: chunk v is the model's v · pp + pp_idx
   std::vector<int> positions_;  // of each sequence, this rank's
-  ModelStates<T> states_;
+  // The model states: with their sums and optimizer (ZeRO 0 to 2), or fully sharded (ZeRO-3).
+  std::unique_ptr<ModelStates<T>> states_;
+  std::unique_ptr<FullyShardedStates<T>> sharded_;
   // --bucket_mb: each parameter's place in states_'s order, and the step's sum in flight.
   std::map<const Parameter<T>*, int> bucket_index_;
   std::optional<BucketedSum> bucketed_sum_;

@@ -37,11 +37,13 @@
            experts with ep: the weights, losses and experts' rows of the run without it, bit for
            bit; a block's activations (full: its input alone), every group's bytes and the
            pipeline's in flight as counted, the FLOPs computed again reported.
-  zero     Part 9's ZeRO on the GPT (--zero 1, 2): dp 4 and 3 (shards with padding), tp x --sp x
-           dp, cp x dp, pp x dp and experts with ep against --zero 0: stage 1 the same weights
-           bit for bit, stage 2 to 1e-12; every rank's parameters, gradients and Adam's states
-           as counted from the shape (ceil(n / p) values of each group's segment), fewer than at
-           stage 0 from the stage that shards them; the data-parallel bytes as counted.
+  zero     ZeRO on the GPT (--zero 1, 2 on Part 9, 3 on Part 16.3): dp 4 and 3 (shards with
+           padding), tp x --sp x dp, cp x dp with full recomputation, pp x dp with micro-batches
+           and experts with ep against --zero 0: stage 1 the same weights bit for bit, stages 2
+           and 3 to 1e-12; every rank's parameters, gradients and Adam's states as counted from
+           the shape (ceil(n / p) values of each group's segment, or at stage 3 of each piece,
+           and one piece whole), fewer than at stage 0 from the stage that shards them; the
+           data-parallel bytes as counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -366,30 +368,38 @@ def model_states_match(r):
 
 
 def zero():
-    """--zero 1 and 2 against 0, layout by layout: stage 1 the same weights bit for bit (the same
-    all-reduce, the same update of each value), stage 2 to 1e-12 (a reduce-scatter may add in
-    another order); every rank's model states as counted (Adam's states of a shard at stage 1,
-    the gradients' shard too at stage 2) and fewer than without; its data-parallel bytes as
-    counted (stage 1 gathers the shards after the all-reduce)."""
+    """--zero 1, 2 and 3 against 0, layout by layout: stage 1 the same weights bit for bit (the
+    same all-reduce, the same update of each value), stages 2 and 3 to 1e-12 (a reduce-scatter
+    may add in another order); every rank's model states as counted (Adam's states of a shard at
+    stage 1, the gradients' shard too at stage 2, the parameters' shards and one piece whole at
+    stage 3) and fewer than without; its data-parallel bytes as counted (stage 1 gathers the
+    shards after the all-reduce, stage 3 gathers each piece twice and reduce-scatters it once
+    per micro-batch)."""
     layouts = [(4, ["--dp", "4"]), (3, ["--dp", "3"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
-               (4, ["--cp", "2", "--dp", "2"]), (4, ["--pp", "2", "--dp", "2"]),
+               (4, ["--cp", "2", "--dp", "2", "--recompute", "full"]),
+               (4, ["--pp", "2", "--dp", "2", "--microbatches", "3"]),
                (4, ["--dp", "4", "--ep", "2", "--experts", "4", "--top_k", "2"])]
     for ranks, flags in layouts:
         common = TINY + flags + ["--batch_size", "12", "--steps", "3", "--dtype", "double"]
         reports = {stage: report_of(ranks, common + ["--zero", stage], "zero" + stage)
-                   for stage in ("0", "1", "2")}
+                   for stage in ("0", "1", "2", "3")}
         if None in reports.values():
             continue
         base = reports["0"]
         for stage, r in reports.items():
             where = "--zero %s %s (-n %d)" % (stage, " ".join(flags), ranks)
             l2 = abs(r["weights_l2"] - base["weights_l2"]) / base["weights_l2"]
-            problems = [] if l2 <= (0 if stage != "2" else 1e-12) else \
+            problems = [] if l2 <= (0 if stage in ("0", "1") else 1e-12) else \
                 ["weights_l2 %.17g, at stage 0 %.17g" % (r["weights_l2"], base["weights_l2"])]
             problems += model_states_match(r)
             if r["layout"]["pp"] == 1:  # (the count of an all-reduce over 3 ranks has thirds)
                 problems += bytes_match(r, ("data_parallel",), 1e-5)
-            for key, sharded_from in (("optimizer", "1"), ("gradients", "2")):
+            # (Stage 3's optimizer keeps a copy of the shards, and its parameters a piece whole:
+            # fewer than stage 0's, more than stage 2's; but not fewer on a pipeline's stage of
+            # two pieces, whose larger one is held whole.)
+            for key, sharded_from in (("optimizer", "1"), ("gradients", "2"), ("parameters", "3")):
+                if key == "parameters" and r["layout"]["pp"] > 1:
+                    continue
                 fewer = all(rank["peak_bytes"][key] < first["peak_bytes"][key]
                             for rank, first in zip(r["ranks"], base["ranks"]))
                 if (stage >= sharded_from) != fewer:
@@ -610,7 +620,8 @@ def plans():
     for extra, fields in (
             ([], [{"tp": 2}, {"tp": 2, "sequence_parallel": True}, {"cp": 2}, {"dp": 2},
                   {"pp": 2, "microbatches": 2}, {"pp": 2, "microbatches": 2, "schedule": "gpipe"},
-                  {"dp": 2, "recompute": True}, {"dp": 2, "zero_stage": 2}]),
+                  {"dp": 2, "recompute": True}, {"dp": 2, "zero_stage": 2},
+                  {"dp": 2, "zero_stage": 3}]),
             (["--experts", "4", "--top_k", "2"], [{"dp": 2, "ep": 2}])):
         expected = {}
         for plan in fields:
@@ -626,7 +637,7 @@ def plans():
         same_model("plan field", [(2, ["--plan", path]) for path in expected], extra, took_fields,
                    tolerance=1e-10)
     for name, text, message in (
-            ("zero", '{"zero_stage": 3}', "zero_stage 3: gpt_train shards the optimizer's states"),
+            ("zero", '{"zero_stage": 4}', 'plan field "zero_stage" must be an integer from 0 to 3'),
             ("count", '{"tp": 0}', 'plan field "tp" must be an integer from 1 to'),
             ("flag", '{"sequence_parallel": 1}', 'plan field "sequence_parallel" must be true or false'),
             ("schedule", '{"schedule": "interleaved"}', 'plan field "schedule" must be "1f1b" or "gpipe"'),

@@ -87,6 +87,14 @@ struct GptCommunication {
   // head with the final LayerNorm's and the head's parameters, after each block with its own,
   // after the embedding with its own. Empty: nothing is called.
   std::function<void(const std::vector<Parameter<T>*>& ready)> gradients_ready;
+
+  // Fully sharded parameters (ZeRO-3, Part 16.3): called before a piece of the model (the
+  // embedding, a block, the head) computes with its parameters, forward or backward, and after
+  // it (a block recomputed by full recomputation inside its backward's pair). Before, the
+  // trainer gathers the piece's values (and, backward, gives it zero gradients); after, it frees
+  // them (and, backward, sums the gradients into its shard). Empty: the parameters stay whole.
+  std::function<void(const std::vector<Parameter<T>*>&piece, bool backward)> piece_starts,
+      piece_ends;
 };
 
 // One rank: every function computes over what this rank holds, nothing is sent.

@@ -125,6 +125,8 @@ class Gpt {
   // Every parameter this rank holds, named as in the PyTorch model's state dict, in a fixed
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
   std::vector<Parameter<T>*> parameters();
+  // The same, piece by piece (GptLayout's pieces: the embedding's, each block's, the head's).
+  std::vector<std::vector<Parameter<T>*>> pieces();
   // Bytes kept between the forward and the backward pass, every slot's (at their peak, right
   // after the forwards): with full recomputation, each block's input.
   std::size_t activation_bytes() const;
@@ -135,6 +137,10 @@ class Gpt {
  private:
   GptLoss run_forward(const GptBatch& batch, const Matrix<T>* stream, int slot);
   void run_backward(const Matrix<T>* stream_grad, int slot);
+  std::vector<Parameter<T>*> head_parameters();  // ln_f's and the LM head's
+  // GptCommunication's piece_starts and piece_ends, where given.
+  void piece_starts(const std::vector<Parameter<T>*>& piece, bool backward);
+  void piece_ends(const std::vector<Parameter<T>*>& piece, bool backward);
 
   GptConfig config_;
   GptLayout layout_;

@@ -1,0 +1,167 @@
+#include "dtk/gpt/fully_sharded.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "dtk/gpt/bytes.hpp"
+#include "dtk/gpt/trainer.hpp"
+
+namespace dtk::gpt {
+
+template <class T>
+FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>> pieces,
+                                          GptGrid& g, typename ModelStates<T>::Update update,
+                                          MakeShardedBlocks<T> make)
+    : pieces_(std::move(pieces)), update_(update), make_(std::move(make)) {
+  if (!make_) {
+    throw std::invalid_argument("FullyShardedStates: ZeRO-3 needs Part 16.3's FullyShardedBlocks");
+  }
+  // The groups as model_states.hpp has them: experts, replicated under sp, the rest.
+  Communicator* comms[3] = {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
+  const auto group_of = [&](const Parameter<T>* p) {
+    if (p->sharing == Sharing::Expert) return 0;
+    return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
+  };
+  groups_.resize(3);
+  for (int c = 0; c < 3; ++c) groups_[c].comm = comms[c];
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    piece_of_[pieces_[i].front()] = static_cast<int>(i);
+    std::size_t piece_values = 0;
+    for (Group& group : groups_) group.block_of_piece.push_back(-1);
+    for (Parameter<T>* p : pieces_[i]) {
+      shape_[p] = {p->value.shape(0), p->value.shape(1)};
+      piece_values += p->value.size();
+      Group& group = groups_[group_of(p)];
+      if (group.block_of_piece[i] < 0) {
+        group.block_of_piece[i] = static_cast<int>(group.parameters.size());
+        group.parameters.emplace_back();
+        group.numel.push_back(0);
+      }
+      group.parameters.back().push_back(p);
+      group.numel.back() += p->value.size();
+    }
+    largest_piece_ = std::max(largest_piece_, piece_values);
+  }
+  // This rank's shard of each block (Part 9.2's: s = ceil(n / p) values from r · s, zero padding),
+  // then every value freed.
+  for (Group& group : groups_) {
+    const std::size_t ranks = group.comm->Get_size(), rank = group.comm->Get_rank();
+    for (std::size_t b = 0; b < group.numel.size(); ++b) {
+      const std::size_t s = (group.numel[b] + ranks - 1) / ranks;
+      xt::xtensor<T, 1> shard = xt::zeros<T>({s});
+      std::size_t at = 0;  // in the block's flat values
+      for (const Parameter<T>* p : group.parameters[b]) {
+        for (const T v : p->value) {
+          if (at >= rank * s && at < (rank + 1) * s) shard(at - rank * s) = v;
+          ++at;
+        }
+      }
+      group.shards.push_back(std::move(shard));
+      if (update_ == ModelStates<T>::Update::Adam)
+        group.adam.push_back(std::make_unique<Adam<T>>(s));
+    }
+  }
+  for (const auto& piece : pieces_) {
+    for (Parameter<T>* p : piece) p->value = p->grad = Matrix<T>();
+  }
+  make_blocks();
+}
+
+template <class T>
+void FullyShardedStates<T>::make_blocks() {
+  for (Group& group : groups_) {
+    if (!group.numel.empty()) group.blocks = make_(group.shards, group.numel, *group.comm);
+  }
+}
+
+template <class T>
+int FullyShardedStates<T>::piece_index(const std::vector<Parameter<T>*>& piece) const {
+  const auto found = piece_of_.find(piece.front());
+  if (found == piece_of_.end()) throw std::logic_error("FullyShardedStates: a piece it never had");
+  return found->second;
+}
+
+template <class T>
+void FullyShardedStates<T>::piece_starts(const std::vector<Parameter<T>*>& piece, bool backward) {
+  const int i = piece_index(piece);
+  for (Group& group : groups_) {  // every rank in the same order of groups
+    const int b = group.block_of_piece[i];
+    if (b < 0) continue;
+    const xt::xtensor<T, 1>& whole = group.blocks.gather(b);
+    const T* in = whole.data();
+    for (Parameter<T>* p : group.parameters[b]) {
+      const auto [rows, cols] = shape_.at(p);
+      p->value = Matrix<T>::from_shape({rows, cols});
+      std::copy_n(in, p->value.size(), p->value.begin());
+      in += p->value.size();
+      if (backward) p->grad = xt::zeros<T>({rows, cols});
+    }
+    group.blocks.release(b);  // the model's tensors hold the block now
+    held_bytes_ += group.numel[b] * sizeof(T);
+  }
+  peak_held_bytes_ = std::max(peak_held_bytes_, held_bytes_);
+}
+
+template <class T>
+void FullyShardedStates<T>::piece_ends(const std::vector<Parameter<T>*>& piece, bool backward) {
+  const int i = piece_index(piece);
+  for (Group& group : groups_) {
+    const int b = group.block_of_piece[i];
+    if (b < 0) continue;
+    if (backward) {
+      xt::xtensor<T, 1> gradient = xt::xtensor<T, 1>::from_shape({group.numel[b]});
+      T* out = gradient.data();
+      for (const Parameter<T>* p : group.parameters[b])
+        out = std::copy(p->grad.begin(), p->grad.end(), out);
+      group.blocks.reduce_gradient(b, gradient);
+    }
+    for (Parameter<T>* p : group.parameters[b]) p->value = p->grad = Matrix<T>();
+    held_bytes_ -= group.numel[b] * sizeof(T);
+  }
+}
+
+template <class T>
+void FullyShardedStates<T>::step(double lr) {
+  for (Group& group : groups_) {
+    for (std::size_t b = 0; b < group.shards.size(); ++b) {
+      const xt::xtensor<T, 1>& grad = group.blocks.gradient_shard(static_cast<int>(b));
+      if (update_ == ModelStates<T>::Update::Adam) {
+        group.adam[b]->step(group.shards[b], 0, grad, T(lr));
+      } else {
+        group.shards[b] -= T(lr) * grad;
+      }
+    }
+  }
+  make_blocks();  // with the new shards, and gradient shards of zero
+}
+
+template <class T>
+void FullyShardedStates<T>::gather_all() {
+  for (const auto& piece : pieces_) piece_starts(piece, false);
+}
+
+template <class T>
+void FullyShardedStates<T>::release_all() {
+  for (const auto& piece : pieces_) piece_ends(piece, false);
+}
+
+template <class T>
+typename ModelStates<T>::Bytes FullyShardedStates<T>::bytes() const {
+  typename ModelStates<T>::Bytes b;
+  std::size_t shards = 0;
+  for (const Group& group : groups_) {
+    for (const auto& shard : group.shards) shards += bytes_of(shard);
+    for (const auto& adam : group.adam) b.optimizer += adam->state_bytes();
+  }
+  b.parameters = shards + peak_held_bytes_;
+  b.gradients = shards;
+  b.optimizer += shards;
+  b.transient = 3 * largest_piece_ * sizeof(T);
+  return b;
+}
+
+template class FullyShardedStates<float>;
+template class FullyShardedStates<double>;
+
+}  // namespace dtk::gpt
