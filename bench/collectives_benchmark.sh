@@ -14,8 +14,7 @@ source "$(dirname "$0")/record.sh" collectives "Part 7's collectives against MPI
 
 build=${1:-build}
 iters=${2:-20}
-program=$build/collectives_bench
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" collectives_bench) || exit 2
 
 # A session directory of its own, and the transport the grader's speed bonus uses: shared memory
 # without single-copy (CMA), which a sealed student thread may not use (process_vm_readv).

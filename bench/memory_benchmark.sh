@@ -14,8 +14,7 @@ source "$(dirname "$0")/record.sh" memory "Memory: what recomputation buys and c
 build=${1:-build}
 runs=${2:-3}
 steps=${3:-30}
-program=$build/gpt_train
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" gpt_train) || exit 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -16,8 +16,7 @@ source "$(dirname "$0")/record.sh" overlap "Part 15's overlap: buckets and the p
 
 build=${1:-build}
 steps=${2:-20}
-program=$build/overlap_bench
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" overlap_bench) || exit 2
 mpirun=("$build/dtk-mpirun" -n 2)
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 

@@ -14,8 +14,7 @@ source "$(dirname "$0")/record.sh" pipeline "A pipeline step against one rank" "
 build=${1:-build}
 steps=${2:-200}
 batch=${3:-512}
-program=$build/unified_train
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" unified_train) || exit 2
 command -v python3 > /dev/null || { echo "pipeline_benchmark: needs python3 to read the reports" >&2; exit 2; }
 
 mpirun=("$build/dtk-mpirun" --oversubscribe)  # a session directory of its own

@@ -23,6 +23,13 @@ exec {record_stdout}>&1
 exec > >(tee "$record_output")
 record_tee=$!
 
+# built_program BUILD_DIR NAME: the path of a program the build made, or (exit 2) a line saying
+# to build first.   program=$(built_program "$build" gpt_train) || exit 2
+built_program() {
+  [ -x "$1/$2" ] || { echo "no $1/$2: build first (make, or cmake --build $1)" >&2; return 2; }
+  echo "$1/$2"
+}
+
 record_figures() {
   exec >&"$record_stdout"  # ends tee's input: wait for it to write everything
   wait "$record_tee"

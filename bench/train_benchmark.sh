@@ -12,8 +12,7 @@ source "$(dirname "$0")/record.sh" training "unified_train's epoch" "$@"
 
 build=${1:-build}
 runs=${2:-5}
-program=$build/unified_train
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" unified_train) || exit 2
 
 mpirun=("$build/dtk-mpirun" --oversubscribe)  # 8 ranks on fewer cores; a session dir of its own
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)

@@ -15,8 +15,7 @@ source "$(dirname "$0")/record.sh" zigzag "Context parallelism: what zig-zag bal
 
 build=${1:-build}
 runs=${2:-5}
-program=$build/gpt_train
-[ -x "$program" ] || { echo "no $program: build first (make, or cmake --build $build)" >&2; exit 2; }
+program=$(built_program "$build" gpt_train) || exit 2
 mpirun=("$build/dtk-mpirun" --oversubscribe -n 4)
 [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
 work=$(mktemp -d)

@@ -17,14 +17,9 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
   if (!make_) {
     throw std::invalid_argument("FullyShardedStates: ZeRO-3 needs Part 16.3's FullyShardedBlocks");
   }
-  // The groups as model_states.hpp has them: experts, replicated under sp, the rest.
-  Communicator* comms[3] = {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
-  const auto group_of = [&](const Parameter<T>* p) {
-    if (p->sharing == Sharing::Expert) return 0;
-    return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
-  };
-  groups_.resize(3);
-  for (int c = 0; c < 3; ++c) groups_[c].comm = comms[c];
+  const std::array<Communicator*, 3> comms = gradient_groups(g);
+  groups_.resize(comms.size());
+  for (std::size_t c = 0; c < comms.size(); ++c) groups_[c].comm = comms[c];
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
     piece_of_[pieces_[i].front()] = static_cast<int>(i);
     std::size_t piece_values = 0;
@@ -32,7 +27,7 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
     for (Parameter<T>* p : pieces_[i]) {
       shape_[p] = {p->value.shape(0), p->value.shape(1)};
       piece_values += p->value.size();
-      Group& group = groups_[group_of(p)];
+      Group& group = groups_[gradient_group(p->sharing, g.sequence_parallel)];
       if (group.block_of_piece[i] < 0) {
         group.block_of_piece[i] = static_cast<int>(group.parameters.size());
         group.parameters.emplace_back();

@@ -43,6 +43,10 @@ void scatter(const xt::xtensor<T, 1>& flat, Matrix<T> Parameter<T>::*member,
 
 }  // namespace
 
+std::array<Communicator*, 3> gradient_groups(GptGrid& g) {
+  return {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
+}
+
 template <class T>
 ModelStates<T>::ModelStates(std::vector<Parameter<T>*> params, GptGrid& g, Update update,
                             int zero_stage, ZeroCollectives<T> zero)
@@ -55,10 +59,9 @@ ModelStates<T>::ModelStates(std::vector<Parameter<T>*> params, GptGrid& g, Updat
     throw std::invalid_argument("ModelStates: ZeRO stage " + std::to_string(stage_) +
                                 " needs Part 9's functions");
   }
-  Communicator* comms[3] = {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
+  const std::array<Communicator*, 3> comms = gradient_groups(g);
   const auto group = [&](const Parameter<T>* p) {
-    if (p->sharing == Sharing::Expert) return 0;
-    return p->sharing == Sharing::Replicated && g.sequence_parallel ? 1 : 2;
+    return gradient_group(p->sharing, g.sequence_parallel);
   };
   std::stable_sort(params.begin(), params.end(),
                    [&](auto* a, auto* b) { return group(a) < group(b); });

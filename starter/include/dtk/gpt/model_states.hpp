@@ -18,6 +18,7 @@
 // zero2_grad_shard, zero_gather_params), bound by gpt_train.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -32,6 +33,15 @@
 namespace dtk::gpt {
 
 struct GptGrid;
+
+// The group of ranks that sums a gradient, by the parameter's Sharing: 0 an expert's replicas,
+// 1 the whole stage (a replicated tensor under sequence parallelism), 2 the dp · cp ranks of
+// its tensor-parallel slice; and the communicators of the three, in that order.
+inline int gradient_group(Sharing sharing, bool sequence_parallel) {
+  if (sharing == Sharing::Expert) return 0;
+  return sharing == Sharing::Replicated && sequence_parallel ? 1 : 2;
+}
+std::array<Communicator*, 3> gradient_groups(GptGrid& g);
 
 // Part 9.3-9.5's functions, as the model states call them (dtk/zero.hpp has their contracts).
 template <class T>
