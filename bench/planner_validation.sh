@@ -4,10 +4,10 @@
 # three times, and the table sets the measured step time (the median, and the range) and the
 # fullest rank's peak bytes beside the simulation's; then, for 2, 4 and 8 ranks, the plan the
 # planner picks for this machine is run and set against the fastest layout measured. Each field
-# of a plan is varied alone (dp, tp, sp, cp, ep, pp, micro-batches, schedule), then together, up
-# to 8 ranks (bench/planner_validation.py's LAYOUTS). The goal: every layout within 1.25x, and the
-# planner's pick the fastest, or within 10 % of it. ZeRO and recomputation wait for gpt_train to
-# run them (a pick that asks for them is shown as refused).
+# of a plan is varied alone (dp, tp, sp, cp, ep, pp, micro-batches, schedule, ZeRO stage,
+# recomputation: full, the planner's), then together, up to 8 ranks
+# (bench/planner_validation.py's LAYOUTS). The goal: every layout within 1.25x, and the planner's
+# pick the fastest, or within 10 % of it.
 #
 # usage: bench/planner_validation.sh [BUILD_DIR] [GPT_TRAIN] [MACHINE_JSON] [--csv FILE] [--svg FILE]
 #   BUILD_DIR     the kit's build (plan_training, collectives_bench), default build

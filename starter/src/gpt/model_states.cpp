@@ -128,7 +128,7 @@ double ModelStates<T>::step(double lr, bool summed) {
       }
     }
     seconds += MPI_Wtime() - begin;
-    update(s, grad_shard, lr);
+    update(i, grad_shard, lr);
   }
   scatter(flat_values_, &Parameter<T>::value, params_);
   return seconds;
@@ -137,15 +137,15 @@ double ModelStates<T>::step(double lr, bool summed) {
 // This rank's shard of segment s updated with its summed gradient, then every rank's shard
 // gathered back into the flat values (stages 1 and 2).
 template <class T>
-void ModelStates<T>::update(const Segment& s, xt::xtensor<T, 1>& grad_shard, double lr) {
+void ModelStates<T>::update(std::size_t i, xt::xtensor<T, 1>& grad_shard, double lr) {
+  const Segment& s = segments_[i];
   const bool sharded = stage_ > 0 && s.comm;
   xt::xtensor<T, 1> values = xt::zeros<T>({s.shard_size});  // padding past the segment: 0
   const std::size_t first = s.begin + s.shard_begin;
   const std::size_t held = std::min(s.shard_size, s.size - std::min(s.shard_begin, s.size));
   std::copy_n(flat_values_.data() + first, held, values.begin());
-  const std::size_t index = &s - segments_.data();
   if (update_kind_ == Update::Adam) {
-    adam_[index]->step(values, 0, grad_shard, T(lr));
+    adam_[i]->step(values, 0, grad_shard, T(lr));
   } else {
     values -= T(lr) * grad_shard;
   }

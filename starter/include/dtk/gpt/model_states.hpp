@@ -97,7 +97,8 @@ class ModelStates {
     std::size_t begin, size;
     std::size_t shard_begin, shard_size;  // this rank's shard (in the segment), s values
   };
-  void update(const Segment& s, xt::xtensor<T, 1>& grad_shard, double lr);
+  // Segment i's shard updated, and every rank's shard gathered back into the flat values.
+  void update(std::size_t i, xt::xtensor<T, 1>& grad_shard, double lr);
 
   std::vector<Parameter<T>*> params_;
   std::vector<Segment> segments_;
