@@ -23,7 +23,8 @@
 // A step: forward and backward of this rank's share (micro-batch after micro-batch on the
 // pipeline's schedule), the gradient sums (each parameter over the ranks holding other tokens of
 // the same tensor: Sharing, parameter.hpp), Adam (adam.hpp, with the learning rate warmed up
-// linearly over the first steps and then decayed along a cosine to a tenth) or SGD.
+// linearly over the first steps and then decayed along a cosine to a tenth) or SGD; with ZeRO,
+// sharded as model_states.hpp (stages 1, 2) or fully_sharded.hpp (stage 3) say.
 #pragma once
 
 #include <array>
