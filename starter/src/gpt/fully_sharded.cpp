@@ -44,15 +44,10 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
     const std::size_t ranks = group.comm->Get_size(), rank = group.comm->Get_rank();
     for (std::size_t b = 0; b < group.numel.size(); ++b) {
       const std::size_t s = (group.numel[b] + ranks - 1) / ranks;
-      xt::xtensor<T, 1> shard = xt::zeros<T>({s});
-      std::size_t at = 0;  // in the block's flat values
-      for (const Parameter<T>* p : group.parameters[b]) {
-        for (const T v : p->value) {
-          if (at >= rank * s && at < (rank + 1) * s) shard(at - rank * s) = v;
-          ++at;
-        }
-      }
-      group.shards.push_back(std::move(shard));
+      xt::xtensor<T, 1> block = xt::zeros<T>({ranks * s});  // padded to p shards
+      gather_flat(group.parameters[b], &Parameter<T>::value, block.data());
+      group.shards.push_back(xt::xtensor<T, 1>::from_shape({s}));
+      std::copy_n(block.data() + rank * s, s, group.shards.back().begin());
       if (update_ == ModelStates<T>::Update::Adam)
         group.adam.push_back(std::make_unique<Adam<T>>(s));
     }
@@ -83,15 +78,12 @@ void FullyShardedStates<T>::piece_starts(const std::vector<Parameter<T>*>& piece
   for (Group& group : groups_) {  // every rank in the same order of groups
     const int b = group.block_of_piece[i];
     if (b < 0) continue;
-    const xt::xtensor<T, 1>& whole = group.blocks.gather(b);
-    const T* in = whole.data();
     for (Parameter<T>* p : group.parameters[b]) {
       const auto [rows, cols] = shape_.at(p);
       p->value = Matrix<T>::from_shape({rows, cols});
-      std::copy_n(in, p->value.size(), p->value.begin());
-      in += p->value.size();
       if (backward) p->grad = xt::zeros<T>({rows, cols});
     }
+    scatter_flat(group.blocks.gather(b).data(), &Parameter<T>::value, group.parameters[b]);
     group.blocks.release(b);  // the model's tensors hold the block now
     held_bytes_ += group.numel[b] * sizeof(T);
   }
@@ -106,9 +98,7 @@ void FullyShardedStates<T>::piece_ends(const std::vector<Parameter<T>*>& piece, 
     if (b < 0) continue;
     if (backward) {
       xt::xtensor<T, 1> gradient = xt::xtensor<T, 1>::from_shape({group.numel[b]});
-      T* out = gradient.data();
-      for (const Parameter<T>* p : group.parameters[b])
-        out = std::copy(p->grad.begin(), p->grad.end(), out);
+      gather_flat(group.parameters[b], &Parameter<T>::grad, gradient.data());
       group.blocks.reduce_gradient(b, gradient);
     }
     for (Parameter<T>* p : group.parameters[b]) p->value = p->grad = Matrix<T>();

@@ -39,6 +39,13 @@ Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed
         "lm_head.weight", init.normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
         layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config)));
   }
+  // The pieces' parameters, once: the layers never move (blocks_ does not reallocate).
+  if (embedding_) pieces_.push_back(embedding_->parameters());
+  for (Block<T>& block : blocks_) pieces_.push_back(block.parameters());
+  if (lm_head_) {
+    pieces_.push_back(final_norm_->parameters());
+    pieces_.back().push_back(&lm_head_->weight);
+  }
 }
 
 template <class T>
@@ -93,9 +100,9 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
   }
   const Matrix<T>* x = stream;
   if (embedding_) {
-    piece_starts(embedding_->parameters(), false);
+    piece_starts(0, false);
     x = &embedding_->forward(batch.tokens, stream_positions, slot);
-    piece_ends(embedding_->parameters(), false);
+    piece_ends(0, false);
   }
   GptLoss loss;
   const bool keep_inputs_only = layout_.recompute == Recompute::Full;
@@ -103,9 +110,9 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     // A copy: x is the buffer the block before (or the stage before) writes its next output to.
     if (keep_inputs_only) s.block_inputs[l] = *x;
-    piece_starts(blocks_[l].parameters(), false);
+    piece_starts(block_piece(l), false);
     x = &blocks_[l].forward(*x, batch, slot);
-    piece_ends(blocks_[l].parameters(), false);
+    piece_ends(block_piece(l), false);
     loss.aux_loss += blocks_[l].aux_loss(slot);
     if (keep_inputs_only) blocks_[l].release(slot);
   }
@@ -113,11 +120,11 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
     stream_output_ = x;
     return loss;
   }
-  piece_starts(head_parameters(), false);
+  piece_starts(pieces_.size() - 1, false);
   s.head_input =
       &communicate(comm_.enter_forward, final_norm_->forward(*x, slot), s.head_entered);  // f
   lm_head_->forward(*s.head_input, logits_);
-  piece_ends(head_parameters(), false);
+  piece_ends(pieces_.size() - 1, false);
   if (batch.targets.size() != 0) {
     s.loss = comm_.cross_entropy(logits_, batch.targets, layout_.vocab_begin(config_));
     loss.cross_entropy_sum = xt::sum(s.loss.loss)();
@@ -127,20 +134,23 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
 }
 
 template <class T>
-std::vector<Parameter<T>*> Gpt<T>::head_parameters() {
-  std::vector<Parameter<T>*> head = final_norm_->parameters();
-  head.push_back(&lm_head_->weight);
-  return head;
+std::size_t Gpt<T>::block_piece(std::size_t block) const {
+  return (embedding_ ? 1 : 0) + block;
 }
 
 template <class T>
-void Gpt<T>::piece_starts(const std::vector<Parameter<T>*>& piece, bool backward) {
-  if (comm_.piece_starts) comm_.piece_starts(piece, backward);
+void Gpt<T>::piece_starts(std::size_t piece, bool backward) {
+  if (comm_.piece_starts) comm_.piece_starts(pieces_[piece], backward);
 }
 
 template <class T>
-void Gpt<T>::piece_ends(const std::vector<Parameter<T>*>& piece, bool backward) {
-  if (comm_.piece_ends) comm_.piece_ends(piece, backward);
+void Gpt<T>::piece_ends(std::size_t piece, bool backward) {
+  if (comm_.piece_ends) comm_.piece_ends(pieces_[piece], backward);
+}
+
+template <class T>
+void Gpt<T>::gradients_ready(std::size_t piece) {
+  if (comm_.gradients_ready) comm_.gradients_ready(pieces_[piece]);
 }
 
 template <class T>
@@ -201,31 +211,31 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     // loss_tokens.
     const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
     xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
-    piece_starts(head_parameters(), true);
+    piece_starts(pieces_.size() - 1, true);
     lm_head_->backward(*s.head_input, logits_grad_, head_input_grad_);
     grad = &final_norm_->backward(
         communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's
-    piece_ends(head_parameters(), true);
-    if (comm_.gradients_ready) comm_.gradients_ready(head_parameters());
+    piece_ends(pieces_.size() - 1, true);
+    gradients_ready(pieces_.size() - 1);
   }
   const bool recompute = layout_.recompute == Recompute::Full;
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     Block<T>& block = blocks_[l];
-    piece_starts(block.parameters(), true);
+    piece_starts(block_piece(l), true);
     if (recompute) {  // the forward again, from the input kept: the same values as the first
       block.forward(s.block_inputs[l], *s.batch, slot);
       recomputed_peak_ = std::max(recomputed_peak_, block.activation_bytes());
     }
     grad = &block.backward(*grad, slot);
-    piece_ends(block.parameters(), true);
+    piece_ends(block_piece(l), true);
     if (recompute) block.release(slot);
-    if (comm_.gradients_ready) comm_.gradients_ready(block.parameters());
+    gradients_ready(block_piece(l));
   }
   if (embedding_) {
-    piece_starts(embedding_->parameters(), true);
+    piece_starts(0, true);
     embedding_->backward(*grad, slot);
-    piece_ends(embedding_->parameters(), true);
-    if (comm_.gradients_ready) comm_.gradients_ready(embedding_->parameters());
+    piece_ends(0, true);
+    gradients_ready(0);
   } else {
     stream_input_grad_ = grad;
   }
@@ -247,22 +257,8 @@ void Gpt<T>::zero_grad() {
 template <class T>
 std::vector<Parameter<T>*> Gpt<T>::parameters() {
   std::vector<Parameter<T>*> all;
-  if (embedding_) all = embedding_->parameters();
-  for (Block<T>& block : blocks_) {
-    for (Parameter<T>* p : block.parameters()) all.push_back(p);
-  }
-  if (lm_head_) {
-    for (Parameter<T>* p : head_parameters()) all.push_back(p);
-  }
-  return all;
-}
-
-template <class T>
-std::vector<std::vector<Parameter<T>*>> Gpt<T>::pieces() {
-  std::vector<std::vector<Parameter<T>*>> all;
-  if (embedding_) all.push_back(embedding_->parameters());
-  for (Block<T>& block : blocks_) all.push_back(block.parameters());
-  if (lm_head_) all.push_back(head_parameters());
+  for (const std::vector<Parameter<T>*>& piece : pieces_)
+    all.insert(all.end(), piece.begin(), piece.end());
   return all;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <mpi.h>
+#include <xtensor/xview.hpp>
 
 #include "dtk/gpt/bytes.hpp"
 #include "dtk/gpt/trainer.hpp"
@@ -22,24 +23,6 @@ struct Span {
   T* data() const { return ptr; }
   std::size_t size() const { return n; }
 };
-
-// Each parameter's `member` (value or grad), one after another, into `flat`; or back.
-template <class T>
-void gather(const std::vector<Parameter<T>*>& params, Matrix<T> Parameter<T>::*member,
-            xt::xtensor<T, 1>& flat) {
-  T* out = flat.data();
-  for (const Parameter<T>* p : params)
-    out = std::copy((p->*member).begin(), (p->*member).end(), out);
-}
-template <class T>
-void scatter(const xt::xtensor<T, 1>& flat, Matrix<T> Parameter<T>::*member,
-             const std::vector<Parameter<T>*>& params) {
-  const T* in = flat.data();
-  for (Parameter<T>* p : params) {
-    std::copy_n(in, (p->*member).size(), (p->*member).begin());
-    in += (p->*member).size();
-  }
-}
 
 }  // namespace
 
@@ -101,8 +84,8 @@ double ModelStates<T>::step(double lr, bool summed) {
     throw std::logic_error("ModelStates::step: gradients summed already, at ZeRO stage " +
                            std::to_string(stage_) + " (which sums them itself)");
   }
-  gather(params_, &Parameter<T>::grad, flat_grads_);
-  gather(params_, &Parameter<T>::value, flat_values_);
+  gather_flat(params_, &Parameter<T>::grad, flat_grads_.data());
+  gather_flat(params_, &Parameter<T>::value, flat_values_.data());
   // At stage 2 nothing reads the whole gradients again: the memory goes back now.
   if (stage_ == 2) {
     for (Parameter<T>* p : params_) p->grad = Matrix<T>();
@@ -130,7 +113,7 @@ double ModelStates<T>::step(double lr, bool summed) {
     seconds += MPI_Wtime() - begin;
     update(i, grad_shard, lr);
   }
-  scatter(flat_values_, &Parameter<T>::value, params_);
+  scatter_flat(flat_values_.data(), &Parameter<T>::value, params_);
   return seconds;
 }
 
@@ -139,20 +122,22 @@ double ModelStates<T>::step(double lr, bool summed) {
 template <class T>
 void ModelStates<T>::update(std::size_t i, xt::xtensor<T, 1>& grad_shard, double lr) {
   const Segment& s = segments_[i];
-  const bool sharded = stage_ > 0 && s.comm;
-  xt::xtensor<T, 1> values = xt::zeros<T>({s.shard_size});  // padding past the segment: 0
-  const std::size_t first = s.begin + s.shard_begin;
-  const std::size_t held = std::min(s.shard_size, s.size - std::min(s.shard_begin, s.size));
-  std::copy_n(flat_values_.data() + first, held, values.begin());
-  if (update_kind_ == Update::Adam) {
-    adam_[i]->step(values, 0, grad_shard, T(lr));
-  } else {
-    values -= T(lr) * grad_shard;
-  }
-  if (!sharded) {
-    std::copy_n(values.begin(), s.size, flat_values_.data() + s.begin);
+  const auto step = [&](xt::xtensor<T, 1>& values, std::size_t offset) {
+    if (update_kind_ == Update::Adam) {
+      adam_[i]->step(values, offset, grad_shard, T(lr));
+    } else {
+      auto part = xt::view(values, xt::range(offset, offset + grad_shard.size()));
+      part -= T(lr) * grad_shard;
+    }
+  };
+  if (stage_ == 0 || !s.comm) {  // the whole segment, in place
+    step(flat_values_, s.begin);
     return;
   }
+  xt::xtensor<T, 1> values = xt::zeros<T>({s.shard_size});  // padding past the segment: 0
+  const std::size_t held = std::min(s.shard_size, s.size - std::min(s.shard_begin, s.size));
+  std::copy_n(flat_values_.data() + s.begin + s.shard_begin, held, values.begin());
+  step(values, 0);
   const xt::xtensor<T, 1> whole = zero_.gather_params(values, s.size, *s.comm);
   if (whole.size() != s.size) {
     throw std::runtime_error("ZeRO: the gathered parameters hold " + std::to_string(whole.size()) +
@@ -169,11 +154,11 @@ typename ModelStates<T>::Bytes ModelStates<T>::bytes() const {
     b.parameters += bytes_of(p->value);
     whole_gradients += p->value.size() * sizeof(T);
   }
-  // One segment's buffers at a time: its gradient and values (a shard of each, and the segment
-  // copied out and gathered back, where it is sharded).
+  // One segment's buffers at a time: its gradient (whole, or copied out and a shard), and where
+  // it is sharded the shard of its values and the whole segment gathered back.
   for (const Segment& s : segments_) {
     const bool sharded = stage_ > 0 && s.comm;
-    segment_values = std::max(segment_values, 2 * s.shard_size + (sharded ? 2 * s.size : 0));
+    segment_values = std::max(segment_values, sharded ? 2 * s.shard_size + 2 * s.size : s.size);
   }
   b.gradients = stage_ == 2 ? gradient_shard_values_ * sizeof(T) : whole_gradients;
   for (const auto& adam : adam_) b.optimizer += adam->state_bytes();

@@ -126,7 +126,7 @@ class Gpt {
   // order: wte, wpe, each block's (ln1, attn.qkv, attn.proj, ln2, mlp or moe), ln_f, lm_head.
   std::vector<Parameter<T>*> parameters();
   // The same, piece by piece (GptLayout's pieces: the embedding's, each block's, the head's).
-  std::vector<std::vector<Parameter<T>*>> pieces();
+  const std::vector<std::vector<Parameter<T>*>>& pieces() { return pieces_; }
   // Bytes kept between the forward and the backward pass, every slot's (at their peak, right
   // after the forwards): with full recomputation, each block's input.
   std::size_t activation_bytes() const;
@@ -137,10 +137,12 @@ class Gpt {
  private:
   GptLoss run_forward(const GptBatch& batch, const Matrix<T>* stream, int slot);
   void run_backward(const Matrix<T>* stream_grad, int slot);
-  std::vector<Parameter<T>*> head_parameters();  // ln_f's and the LM head's
-  // GptCommunication's piece_starts and piece_ends, where given.
-  void piece_starts(const std::vector<Parameter<T>*>& piece, bool backward);
-  void piece_ends(const std::vector<Parameter<T>*>& piece, bool backward);
+  std::size_t block_piece(std::size_t block) const;  // this rank's block's index in pieces_
+  // GptCommunication's piece_starts, piece_ends and gradients_ready for pieces_[piece], where
+  // given.
+  void piece_starts(std::size_t piece, bool backward);
+  void piece_ends(std::size_t piece, bool backward);
+  void gradients_ready(std::size_t piece);
 
   GptConfig config_;
   GptLayout layout_;
@@ -149,6 +151,7 @@ class Gpt {
   std::vector<Block<T>> blocks_;
   std::optional<LayerNorm<T>> final_norm_;
   std::optional<Linear<T>> lm_head_;
+  std::vector<std::vector<Parameter<T>*>> pieces_;  // each piece's parameters, in order
 
   struct Saved {
     const GptBatch* batch = nullptr;

@@ -7,6 +7,7 @@
 // holds (an expert it does not hold costs nothing), in any order, and gets the same values.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,5 +78,22 @@ Parameter<T> row_slice(const std::string& name, const Matrix<double>& full,
 
 // [begin, begin + 1, ..., end - 1]
 std::vector<int> index_range(int begin, int end);
+
+// Each parameter's `member` (value or grad), one after another, into `flat` (room for them all):
+// the flat vectors the gradient sums and the optimizer work on. scatter_flat is the way back.
+template <class T>
+void gather_flat(const std::vector<Parameter<T>*>& params, Matrix<T> Parameter<T>::*member,
+                 T* flat) {
+  for (const Parameter<T>* p : params)
+    flat = std::copy((p->*member).begin(), (p->*member).end(), flat);
+}
+template <class T>
+void scatter_flat(const T* flat, Matrix<T> Parameter<T>::*member,
+                  const std::vector<Parameter<T>*>& params) {
+  for (Parameter<T>* p : params) {
+    std::copy_n(flat, (p->*member).size(), (p->*member).begin());
+    flat += (p->*member).size();
+  }
+}
 
 }  // namespace dtk::gpt
