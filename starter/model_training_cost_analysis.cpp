@@ -1,7 +1,7 @@
 // Parts 4 and 5: the training cost of a Llama-class model and the compute-optimal N and D.
 // Declared in include/dtk/model_training_cost_analysis.hpp; handout.md, Parts 4–5, gives the
 // counting conventions.
-#include <dtk/dtk.hpp>
+#include <dtk/model_training_cost_analysis.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -3,7 +3,8 @@
 // The attention of one block of keys is the provided kernels' (include/dtk/gpt/
 // attention_kernels.hpp). Only cp_comm.Send, cp_comm.Recv and cp_comm.Sendrecv may move data
 // here.
-#include <dtk/dtk.hpp>
+#include <dtk/communicator.hpp>
+#include <dtk/context_parallel.hpp>
 #include <dtk/gpt/attention_kernels.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // Declared, with the exact contract of every function, in include/dtk/five_dimensional.hpp.
 // Data moves with the Communicator's Send, Recv, Sendrecv, Isend, Irecv, Allgather and Allreduce
 // only.
-#include <dtk/dtk.hpp>
+#include <dtk/five_dimensional.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // Part 16: memory: bf16 numbers, mixed precision's master copy, a model fully sharded block by
 // block, and what to recompute. Declared, with the exact contract of every function, in
 // include/dtk/memory.hpp. Data moves with the Communicator's Allgather and Reduce_scatter only.
-#include <dtk/dtk.hpp>
+#include <dtk/memory.hpp>
 
 #include <algorithm>
 #include <cmath>

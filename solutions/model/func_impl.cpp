@@ -2,7 +2,7 @@
 // Declared, with the exact contract of every function, in include/dtk/func_impl.hpp: read the
 // comments there first. Every rank of a communicator must make the same collective calls in
 // the same order, or the program hangs.
-#include <dtk/dtk.hpp>
+#include <dtk/func_impl.hpp>
 
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>

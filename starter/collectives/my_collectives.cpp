@@ -1,7 +1,7 @@
 // Part 7: your own collectives, built from point-to-point messages only.
 // Declared, with the exact contract of every function, in include/dtk/my_collectives.hpp.
 // Only comm.Send, comm.Recv and comm.Sendrecv may move data here.
-#include <dtk/dtk.hpp>
+#include <dtk/my_collectives.hpp>
 
 #include <algorithm>
 #include <functional>

@@ -1,6 +1,6 @@
 // Part 1: split the training set across the replicas of the model (data parallelism).
 // Declared, with the exact contract, in include/dtk/data_parallel_preprocess.hpp.
-#include <dtk/dtk.hpp>
+#include <dtk/data_parallel_preprocess.hpp>
 
 #include <xtensor/xview.hpp>
 

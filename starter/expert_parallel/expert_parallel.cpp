@@ -2,7 +2,7 @@
 // Declared, with the exact contract of every function, in include/dtk/expert_parallel.hpp.
 // Only ep_comm.Alltoall, ep_comm.Alltoallv and point-to-point calls (Send, Recv, Sendrecv) may
 // move data here.
-#include <dtk/dtk.hpp>
+#include <dtk/expert_parallel.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Part 15: communication hidden behind computation: gradient buckets, reduced during the
 // backward, and ring attention's ring, pipelined. Declared, with the exact contract of every
 // function, in include/dtk/overlap.hpp. Data moves with the Communicator's Isend and Irecv only.
-#include <dtk/dtk.hpp>
+#include <dtk/overlap.hpp>
 
 #include <algorithm>
 #include <cstddef>

@@ -1,7 +1,7 @@
 // Part 8: pipeline parallelism.
 // Declared, with the exact contract of every function, in include/dtk/pipeline.hpp.
 // In run_pipeline_schedule only pp_comm.Send, pp_comm.Recv and pp_comm.Sendrecv may move data.
-#include <dtk/dtk.hpp>
+#include <dtk/pipeline.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // Part 13 (optional): plan a training run.
 // Declared, with its contract, in include/dtk/planner.hpp; the simulator that judges a plan is
 // in include/dtk/planning/simulator.hpp and src/planning/simulator.cpp.
-#include <dtk/dtk.hpp>
+#include <dtk/planner.hpp>
 
 #include <algorithm>
 #include <numeric>

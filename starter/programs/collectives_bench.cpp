@@ -17,8 +17,8 @@
 //            whatever p is.
 //   #wrong   elements of the result (all ranks together) that differ from the expected value
 // Exit status: 0, or 1 if any result was wrong or a collective threw, 2 for bad usage.
-#include <dtk/dtk.hpp>
 #include <dtk/freed_memory.hpp>
+#include <dtk/my_collectives.hpp>
 #include <dtk/single_machine_mpi.hpp>
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 //
 // Exit status: 0 on success; 2 for a bad command line or a bad config (one line on stderr
 // names the problem); 1 if a function is not implemented yet.
-#include <dtk/dtk.hpp>
+#include <dtk/model_training_cost_analysis.hpp>
 
 #include <cmath>
 #include <iomanip>

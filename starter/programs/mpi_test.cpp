@@ -4,8 +4,9 @@
 //   mpirun -n 4 ./mpi_test --test_case allreduce|allgather|reduce_scatter|split|sendrecv|ring
 //
 // Each case prints what every rank holds before and after the call, in rank order.
-#include <dtk/dtk.hpp>
+#include <dtk/communicator.hpp>
 #include <dtk/freed_memory.hpp>
+#include <dtk/rank_output.hpp>
 #include <dtk/single_machine_mpi.hpp>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include <xtensor/xio.hpp>
+#include <xtensor/xtensor.hpp>
 
 namespace {
 

@@ -14,7 +14,7 @@
 //
 // Exit status: 0 on success; 2 for a bad command line, config or plan file (one line on stderr
 // names the problem); 1 if plan_training is not implemented yet.
-#include <dtk/dtk.hpp>
+#include <dtk/planner.hpp>
 #include <dtk/planning/plan_json.hpp>
 
 #include <algorithm>

@@ -12,9 +12,11 @@
 #include <string>
 
 #include <dtk/data/mnist.hpp>
-#include <dtk/dtk.hpp>
+#include <dtk/data_parallel_preprocess.hpp>
+#include <dtk/func_impl.hpp>
 #include <dtk/training/pipeline_trainer.hpp>
 #include <dtk/training/trainer.hpp>
+#include <dtk/zero.hpp>
 
 #include "command_line.hpp"
 

@@ -1,7 +1,7 @@
 // Part 10: tensor and sequence parallelism of a transformer.
 // Declared, with the exact contract of every function, in include/dtk/tensor_parallel.hpp.
 // The only MPI use allowed here: tp_comm.Allreduce, tp_comm.Allgather and tp_comm.Reduce_scatter.
-#include <dtk/dtk.hpp>
+#include <dtk/tensor_parallel.hpp>
 
 #include <algorithm>
 #include <cmath>

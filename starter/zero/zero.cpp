@@ -2,7 +2,7 @@
 // Declared, with the exact contract of every function, in include/dtk/zero.hpp.
 // The only MPI use allowed here: dp_comm.Allreduce in zero1_grad_shard, dp_comm.Reduce_scatter
 // in zero2_grad_shard, dp_comm.Allgather in zero_gather_params (one call each).
-#include <dtk/dtk.hpp>
+#include <dtk/zero.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -18,7 +18,8 @@
 //   }
 #pragma once
 
-#include <dtk/dtk.hpp>
+#include <dtk/communicator.hpp>
+#include <dtk/not_implemented.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,14 @@
 // The one main() of every dtk test program: MPI around a Catch2 session, output from rank 0
 // only, a cross-rank verdict per test case, and a watchdog that turns a hang into a message.
-#define CATCH_CONFIG_RUNNER
+// The listener below derives from Catch2's reporter interfaces (catch_session.cpp holds the rest).
+#define CATCH_CONFIG_EXTERNAL_INTERFACES
 #include "dtk_test.hpp"
 
+#include "catch_session.hpp"
+
 #include <dtk/freed_memory.hpp>
+#include <dtk/rank_groups.hpp>
+#include <dtk/rank_output.hpp>
 #include <dtk/single_machine_mpi.hpp>
 
 #include <chrono>
@@ -228,13 +233,9 @@ int main(int argc, char** argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &dtk::testing::harness_comm);
   if (argc > 0) dtk::testing::program_name = argv[0];
 
-  Catch::Session session;
-  int status = session.applyCommandLine(argc, argv);
-  if (status == 0) {
-    // Every rank runs the same cases to the same verdicts; rank 0 alone speaks for them.
-    if (dtk::testing::world_rank() != 0) session.configData().outputFilename = "/dev/null";
-    status = session.run();
-  }
+  // Every rank runs the same cases to the same verdicts; rank 0 alone speaks for them.
+  const int status =
+      dtk::testing::run_catch_session(argc, argv, /*quiet=*/dtk::testing::world_rank() != 0);
 
   MPI_Comm_free(&dtk::testing::harness_comm);
   MPI_Finalize();

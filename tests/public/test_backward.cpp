@@ -3,6 +3,8 @@
 //   mpirun -n 4 ./build/tests/test_backward
 #include "dtk_test.hpp"
 
+#include <dtk/func_impl.hpp>
+
 #include <functional>
 
 #include <xtensor/xview.hpp>

@@ -4,6 +4,8 @@
 // double and int32. Expected values are computed here, element by element, from the inputs.
 #include "dtk_test.hpp"
 
+#include <dtk/my_collectives.hpp>
+
 #include <algorithm>
 #include <vector>
 

@@ -9,6 +9,7 @@
 // 1 MB, where a ring that sends before it receives deadlocks.
 #include "dtk_test.hpp"
 
+#include <dtk/context_parallel.hpp>
 #include <dtk/gpt/attention_kernels.hpp>
 
 #include <algorithm>

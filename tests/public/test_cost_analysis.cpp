@@ -2,6 +2,8 @@
 //   ./build/tests/test_cost_analysis
 #include "dtk_test.hpp"
 
+#include <dtk/model_training_cost_analysis.hpp>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>

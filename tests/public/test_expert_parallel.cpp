@@ -8,6 +8,8 @@
 // are counted with the Communicator's estimates (communicator.hpp).
 #include "dtk_test.hpp"
 
+#include <dtk/expert_parallel.hpp>
+
 #include <algorithm>
 #include <numeric>
 #include <string>

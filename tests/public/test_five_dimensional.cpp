@@ -8,6 +8,8 @@
 // activations of 1 MB and more. The grid is checked by hand on one grid and, on others, by what
 // any grid's groups must be; the boundary by sending a tensor from one stage to the other.
 #include "dtk_test.hpp"
+
+#include <dtk/five_dimensional.hpp>
 #include "tagged_tensors.hpp"
 
 #include <xtensor/xadapt.hpp>

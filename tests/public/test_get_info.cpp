@@ -2,6 +2,8 @@
 //   mpirun -n 8 ./build/tests/test_get_info
 #include "dtk_test.hpp"
 
+#include <dtk/func_impl.hpp>
+
 #include <xtensor/xview.hpp>
 
 namespace {

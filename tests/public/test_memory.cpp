@@ -10,6 +10,8 @@
 // chosen sets' FLOPs against the best.
 #include "dtk_test.hpp"
 
+#include <dtk/memory.hpp>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

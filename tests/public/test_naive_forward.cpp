@@ -2,6 +2,8 @@
 //   mpirun -n 4 ./build/tests/test_naive_forward
 #include "dtk_test.hpp"
 
+#include <dtk/func_impl.hpp>
+
 #include <xtensor/xview.hpp>
 
 namespace {

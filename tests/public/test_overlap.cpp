@@ -14,6 +14,8 @@
 // completed too early), by the tags.
 #include "dtk_test.hpp"
 
+#include <dtk/overlap.hpp>
+
 #include <mpi.h>
 
 #include <xtensor/xadapt.hpp>

@@ -5,6 +5,8 @@
 // force for the partition); the executor is driven by a stage of this file whose tensors say
 // where they come from, and the last cases send activations of 1 MB and more.
 #include "dtk_test.hpp"
+
+#include <dtk/pipeline.hpp>
 #include "tagged_tensors.hpp"
 
 #include <cmath>

@@ -6,6 +6,8 @@
 // among its cases.
 #include "dtk_test.hpp"
 
+#include <dtk/planner.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>

@@ -2,6 +2,8 @@
 //   ./build/tests/test_split_train        (or: mpirun -n 1 ./build/tests/test_split_train)
 #include "dtk_test.hpp"
 
+#include <dtk/data_parallel_preprocess.hpp>
+
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xview.hpp>
 

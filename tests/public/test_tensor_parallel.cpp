@@ -9,6 +9,8 @@
 // Communicator's estimates (communicator.hpp), and 1 MB activations in the last cases.
 #include "dtk_test.hpp"
 
+#include <dtk/tensor_parallel.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>

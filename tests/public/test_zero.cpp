@@ -7,6 +7,8 @@
 // count the bytes each call sends with the Communicator's estimates (communicator.hpp).
 #include "dtk_test.hpp"
 
+#include <dtk/zero.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>

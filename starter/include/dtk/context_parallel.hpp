@@ -27,6 +27,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
+
 namespace dtk {
 
 // dtk/communicator.hpp. Declared only: the GPT includes this header for the two types below,

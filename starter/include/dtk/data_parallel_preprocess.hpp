@@ -7,6 +7,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
+
 namespace dtk {
 
 // The rank layout used throughout the assignment is model-parallel-major. With mp_size model-

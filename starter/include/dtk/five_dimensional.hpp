@@ -24,7 +24,8 @@
 #include <xtensor/xtensor.hpp>
 
 #include "dtk/communicator.hpp"
-#include "dtk/pipeline.hpp"  // PipeOp and PipelineStage, as Part 8 defines them
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
+#include "dtk/pipeline.hpp"         // PipeOp and PipelineStage, as Part 8 defines them
 
 namespace dtk {
 

@@ -23,6 +23,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "dtk/communicator.hpp"
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
 
 namespace dtk {
 

@@ -15,6 +15,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "dtk/communicator.hpp"
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
 #include "dtk/training/adam.hpp"
 
 namespace dtk {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
+
 namespace dtk {
 
 // Part 4

@@ -26,6 +26,7 @@
 
 #include <string>
 
+#include "dtk/not_implemented.hpp"  // what the stubs throw until you write them
 #include "dtk/planning/cluster_config.hpp"
 #include "dtk/planning/model_config.hpp"
 #include "dtk/planning/simulator.hpp"

@@ -5,6 +5,8 @@
 // says. One process: ./build/tests/kit/kit_planning_simulator
 #include "dtk_test.hpp"
 
+#include <dtk/planner.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>

@@ -6,6 +6,7 @@
 //   mpirun -n 2 build/tests/kit/kit_timeline
 #include "dtk_test.hpp"
 
+#include <dtk/pipeline.hpp>
 #include <dtk/trace/timeline.hpp>
 
 #include <algorithm>

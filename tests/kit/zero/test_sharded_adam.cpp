@@ -11,6 +11,7 @@
 
 #include "dtk/training/adam.hpp"
 #include "dtk/training/flat_parameters.hpp"
+#include "dtk/zero.hpp"
 
 namespace {
 
