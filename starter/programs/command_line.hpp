@@ -43,6 +43,15 @@ Choice parse_choice(const std::string& flag, const std::string& text,
   throw UsageError(flag + " expects " + names + ", got '" + text + "'");
 }
 
+// The name of `choice` among `choices` (the table parse_choice read it from).
+template <class Choice>
+std::string choice_name(const std::map<std::string, Choice>& choices, Choice choice) {
+  for (const auto& [name, value] : choices) {
+    if (value == choice) return name;
+  }
+  throw std::logic_error("choice_name: a choice without a name");
+}
+
 // Reads a command line of flags: `--help` or `-h` sets help; each flag of with_value is
 // followed by its value, which its setter reads (flag, value). UsageError, saying "try --help",
 // for an unknown flag or a missing value.

@@ -162,23 +162,10 @@ Options parse(int argc, char** argv) {
       {"--ep", [&](auto& f, auto& v) { t.ep = positive(f, v); }},
       {"--pp", [&](auto& f, auto& v) { t.pp = positive(f, v); }},
       {"--microbatches", [&](auto& f, auto& v) { microbatches = positive(f, v); }},
-      {"--schedule",
-       [&](auto& f, auto& v) {
-         t.schedule = parse_choice<gpt::PipelineSchedule>(
-             f, v,
-             {{"1f1b", gpt::PipelineSchedule::OneFOneB},
-              {"gpipe", gpt::PipelineSchedule::GPipe},
-              {"interleaved", gpt::PipelineSchedule::Interleaved}});
-       }},
+      {"--schedule", [&](auto& f, auto& v) { t.schedule = parse_choice(f, v, kScheduleNames); }},
       {"--virtual", [&](auto& f, auto& v) { virtual_stages = positive(f, v); }},
       {"--plan", [](auto&, auto&) {}},  // applied first
-      {"--recompute",
-       [&](auto& f, auto& v) {
-         t.recompute = parse_choice<gpt::Recompute>(f, v,
-                                                    {{"none", gpt::Recompute::None},
-                                                     {"selective", gpt::Recompute::Selective},
-                                                     {"full", gpt::Recompute::Full}});
-       }},
+      {"--recompute", [&](auto& f, auto& v) { t.recompute = parse_choice(f, v, kRecomputeNames); }},
       {"--zero",
        [&](auto& f, auto& v) {
          t.zero_stage = parse_choice<int>(f, v, {{"0", 0}, {"1", 1}, {"2", 2}, {"3", 3}});
@@ -196,11 +183,7 @@ Options parse(int argc, char** argv) {
       {"--batch_size", [&](auto& f, auto& v) { t.batch_size = positive(f, v); }},
       {"--steps", [&](auto& f, auto& v) { t.steps = parse_positive(f, v); }},
       {"--lr", [&](auto& f, auto& v) { lr = parse_positive_number(f, v); }},
-      {"--optimizer",
-       [&](auto& f, auto& v) {
-         t.optimizer = parse_choice<gpt::Optimizer>(
-             f, v, {{"sgd", gpt::Optimizer::Sgd}, {"adam", gpt::Optimizer::Adam}});
-       }},
+      {"--optimizer", [&](auto& f, auto& v) { t.optimizer = parse_choice(f, v, kOptimizerNames); }},
       {"--seed",
        [&](auto& f, auto& v) { t.seed = static_cast<std::uint32_t>(parse_integer(f, v, 0)); }},
       {"--eval_every", [&](auto& f, auto& v) { t.eval_every = positive(f, v); }},

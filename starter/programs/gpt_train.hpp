@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,19 @@
 namespace dtk::gpt_train {
 
 using namespace command_line;  // UsageError, parse_*, mebibytes, write_file, check_writable
+
+// The names of --schedule's, --recompute's and --optimizer's choices, which the report writes
+// too.
+inline const std::map<std::string, gpt::PipelineSchedule> kScheduleNames = {
+    {"1f1b", gpt::PipelineSchedule::OneFOneB},
+    {"gpipe", gpt::PipelineSchedule::GPipe},
+    {"interleaved", gpt::PipelineSchedule::Interleaved}};
+inline const std::map<std::string, gpt::Recompute> kRecomputeNames = {
+    {"none", gpt::Recompute::None},
+    {"selective", gpt::Recompute::Selective},
+    {"full", gpt::Recompute::Full}};
+inline const std::map<std::string, gpt::Optimizer> kOptimizerNames = {
+    {"sgd", gpt::Optimizer::Sgd}, {"adam", gpt::Optimizer::Adam}};
 
 struct Options {
   gpt::GptTrainOptions train;
