@@ -15,8 +15,6 @@ namespace dtk::gpt_train {
 
 namespace {
 
-const char* optimizer_name(gpt::Optimizer o) { return o == gpt::Optimizer::Adam ? "adam" : "sgd"; }
-
 // "1 layer", "4 layers".
 std::string counted(long n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
@@ -48,28 +46,6 @@ std::vector<std::string> rank_labels(const Options& o, const gpt::GptTrainReport
 
 std::string per_step(std::uint64_t bytes, long steps) {
   return mebibytes(steps ? bytes / steps : 0);
-}
-
-const char* schedule_name(gpt::PipelineSchedule s) {
-  switch (s) {
-    case gpt::PipelineSchedule::GPipe:
-      return "gpipe";
-    case gpt::PipelineSchedule::Interleaved:
-      return "interleaved";
-    default:
-      return "1f1b";
-  }
-}
-
-const char* recompute_name(gpt::Recompute r) {
-  switch (r) {
-    case gpt::Recompute::Selective:
-      return "selective";
-    case gpt::Recompute::Full:
-      return "full";
-    default:
-      return "none";
-  }
 }
 
 // "the embedding, blocks 0-1", "blocks 2-3, the head": pieces [begin, end) of a model of L blocks.
@@ -135,14 +111,14 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
   std::printf(
       "  %ld steps of %d sequences (%d tokens), %s lr %g (warm-up %ld steps, cosine to "
       "%g), seed %u\n",
-      t.steps, t.batch_size, t.batch_size * m.seq_len, optimizer_name(t.optimizer), t.lr, warmup,
-      t.lr / 10, t.seed);
+      t.steps, t.batch_size, t.batch_size * m.seq_len,
+      choice_name(kOptimizerNames, t.optimizer).c_str(), t.lr, warmup, t.lr / 10, t.seed);
   if (t.pp > 1 || t.microbatches > 1) {
     std::printf(
         "  pipeline: %d %s, the batch in %d micro-batches of %d sequences (%d on each "
         "data-parallel rank), schedule %s",
         t.pp, t.pp == 1 ? "stage" : "stages", t.microbatches, t.batch_size / t.microbatches,
-        t.batch_size / t.microbatches / t.dp, schedule_name(t.schedule));
+        t.batch_size / t.microbatches / t.dp, choice_name(kScheduleNames, t.schedule).c_str());
     if (t.schedule == gpt::PipelineSchedule::Interleaved) {
       std::printf(" with %d chunks per stage (the model in %d)", t.virtual_stages,
                   t.pp * t.virtual_stages);
@@ -157,7 +133,7 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
                                       "(each piece gathered while it runs)");
   }
   if (t.recompute != gpt::Recompute::None) {
-    std::printf("  recomputation: %s (%s)\n", recompute_name(t.recompute),
+    std::printf("  recomputation: %s (%s)\n", choice_name(kRecomputeNames, t.recompute).c_str(),
                 t.recompute == gpt::Recompute::Full
                     ? "each block keeps its input only; its forward runs again in the backward"
                     : "the MLP's hidden activation computed again in the backward");
@@ -184,7 +160,8 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
   }
   std::printf(
       "\nPeak memory per rank, MiB (model states kept between steps; activations kept "
-      "from the forward to the backward pass; transient: every other buffer of a step):\n");
+      "from the forward to the backward pass, and those recomputation makes again, a block's at a "
+      "time; transient: every other buffer of a step):\n");
   std::printf("  %4s %10s %10s %10s %12s %10s\n", "rank", "params", "grads", "optimizer",
               "activations", "transient");
   const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
@@ -220,7 +197,7 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
     std::printf(
         "Recomputation (%s): %.3f GFLOP per step computed again, %.1f %% on top of the model's "
         "%.3f (MFU counts the model's only)\n",
-        recompute_name(o.train.recompute), again / 1e9,
+        choice_name(kRecomputeNames, o.train.recompute).c_str(), again / 1e9,
         100 * again / gpt::training_flops(model, step_tokens),
         gpt::training_flops(model, step_tokens) / 1e9);
   }
@@ -372,13 +349,13 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"ep", t.ep},
         {"pp", t.pp},
         {"microbatches", t.microbatches},
-        {"schedule", schedule_name(t.schedule)},
+        {"schedule", choice_name(kScheduleNames, t.schedule)},
         {"virtual_stages", t.virtual_stages},
         {"chunk_cuts", r.chunk_cuts},
         {"bubble_theory", bubble_theory(t)},
         {"sp", t.sequence_parallel},
         {"zigzag", t.zigzag},
-        {"recompute", recompute_name(t.recompute)},
+        {"recompute", choice_name(kRecomputeNames, t.recompute)},
         {"zero_stage", t.zero_stage}}},
       {"corpus",
        {{"source", corpus.source},
@@ -387,7 +364,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"training", corpus.training_tokens()},
         {"validation", corpus.validation_tokens()}}},
       {"dtype", o.double_precision ? "double" : "float"},
-      {"optimizer", optimizer_name(t.optimizer)},
+      {"optimizer", choice_name(kOptimizerNames, t.optimizer)},
       {"lr", t.lr},
       {"batch_size", t.batch_size},
       {"seed", t.seed},

@@ -272,8 +272,13 @@ std::size_t Gpt<T>::activation_bytes() const {
     return bytes;
   });
   if (final_norm_) total += final_norm_->activation_bytes();
-  for (const Block<T>& block : blocks_) total += block.activation_bytes();
-  return total;
+  // What recomputation makes again lives one block at a time.
+  std::size_t recomputed = recomputed_peak_;
+  for (const Block<T>& block : blocks_) {
+    total += block.activation_bytes();
+    recomputed = std::max(recomputed, block.recomputed_bytes());
+  }
+  return total + recomputed;
 }
 
 template <class T>
@@ -285,13 +290,8 @@ std::size_t Gpt<T>::workspace_bytes() const {
   total += bytes_of(logits_, head_input_grad_, logits_grad_);
   if (embedding_) total += embedding_->workspace_bytes();
   if (final_norm_) total += final_norm_->workspace_bytes();
-  // What recomputation makes again lives one block at a time.
-  std::size_t recomputed = recomputed_peak_;
-  for (const Block<T>& block : blocks_) {
-    total += block.workspace_bytes();
-    recomputed = std::max(recomputed, block.recomputed_bytes());
-  }
-  return total + recomputed;
+  for (const Block<T>& block : blocks_) total += block.workspace_bytes();
+  return total;
 }
 
 std::vector<double> piece_flops(const GptConfig& c) {

@@ -621,14 +621,13 @@ class GptRun {
     measured_.first_chunk_in_flight = 1;
     g_.sequences = batch.batch;
     const GptLoss loss = model().forward(batch);
-    measured_.activations = std::max(measured_.activations, model().activation_bytes());
-    measured_.block_activations =
-        std::max(measured_.block_activations, model().first_block_activation_bytes());
+    note_activations();
     const double forward_end = MPI_Wtime();
     step_expert_rows_ = {model().expert_rows(0)};
     zero_grad();
     if (sums_in_buckets()) start_buckets();
     model().backward();
+    note_activations();  // what recomputation made again
     if (recorder_) {
       recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
@@ -639,6 +638,13 @@ class GptRun {
       measured_.exposed_sum_seconds += MPI_Wtime() - sum_begin;
     }
     return loss;
+  }
+
+  // The model's activations, and its first block's, at their peak so far.
+  void note_activations() {
+    measured_.activations = std::max(measured_.activations, model().activation_bytes());
+    measured_.block_activations =
+        std::max(measured_.block_activations, model().first_block_activation_bytes());
   }
 
   // This rank's share of the step as micro-batches on its stage's schedule (the students'

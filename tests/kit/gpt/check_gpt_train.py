@@ -352,11 +352,35 @@ def memory():
                 else:
                     print("ok: %s: the same weights bit for bit; a block keeps %d bytes; %.3g "
                           "FLOPs per step again" % (where, kept[mode][0], again))
+            problems = full_recomputation_peak(reports["none"], reports["full"])
+            if problems:
+                fail("--recompute full %s %s: %s" % (" ".join(flags), dtype, "; ".join(problems)))
             if not (kept["full"][0] < kept["selective"][0] < kept["none"][0]
                     and kept["full"][1] > kept["selective"][1]):
                 fail("%s %s: a block keeps %s bytes and computes %s FLOPs again (none, selective, "
                      "full): expected less kept and more computed in that order"
                      % (" ".join(flags), dtype, [kept[m][0] for m in kept], [kept[m][1] for m in kept]))
+
+
+def full_recomputation_peak(none, full):
+    """With full recomputation a rank's activations peak in the backward: every block's input and
+    the one block recomputed, whose activations are a block's without recomputation (as Part 13's
+    simulator counts them). Against the run without: L - 1 blocks' activations fewer and L inputs
+    more. For a dense model off a pipeline (where the blocks' activations are alike)."""
+    if none["layout"]["pp"] > 1 or none["layout"]["microbatches"] > 1 or none["model"]["experts"]:
+        return []
+    layers = none["model"]["layers"]
+    problems = []
+    for a, b in zip(none["ranks"], full["ranks"]):
+        block, block_input = (a["peak_bytes"]["block_activations"],
+                              b["peak_bytes"]["block_activations"])
+        expected = a["peak_bytes"]["activations"] - (layers - 1) * block + layers * block_input
+        if b["peak_bytes"]["activations"] != expected:
+            problems.append("rank %d's activations peak at %d bytes, expected %d: %d blocks' "
+                            "inputs of %d bytes and one block recomputed (%d bytes)"
+                            % (b["rank"], b["peak_bytes"]["activations"], expected, layers,
+                               block_input, block))
+    return problems
 
 
 def model_states_match(r):

@@ -128,10 +128,11 @@ class Gpt {
   // The same, piece by piece (GptLayout's pieces: the embedding's, each block's, the head's).
   const std::vector<std::vector<Parameter<T>*>>& pieces() { return pieces_; }
   // Bytes kept between the forward and the backward pass, every slot's (at their peak, right
-  // after the forwards): with full recomputation, each block's input.
+  // after the forwards), and with recomputation what the backward makes again, one block's at a
+  // time (the most it took in a backward so far: none before the first): with full
+  // recomputation each block's input and one block's activations, as Part 13's simulator counts.
   std::size_t activation_bytes() const;
-  // Bytes of the layers' other buffers: outputs passed on, gradients of inputs, scratch, and
-  // with full recomputation the most a block's recomputed activations took.
+  // Bytes of the layers' other buffers: outputs passed on, gradients of inputs, scratch.
   std::size_t workspace_bytes() const;
 
  private:

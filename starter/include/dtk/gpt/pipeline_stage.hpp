@@ -61,12 +61,14 @@ class GptPipelineStage final : public PipelineStage<T> {
   // Seconds spent in the forwards and backwards (the rest of a schedule's time, waiting for the
   // stages beside it, is the stage's share of the pipeline's bubble).
   double busy_seconds() const { return busy_seconds_; }
-  // The model's activations, and its first block's, at their peak (after a forward).
+  // The model's activations, and its first block's, at their peak (after a forward, or after a
+  // backward that recomputed some).
   std::size_t peak_activation_bytes() const { return peak_activation_bytes_; }
   std::size_t peak_block_activation_bytes() const { return peak_block_activation_bytes_; }
 
  private:
   const GptBatch& micro_batch(int mb) const;
+  void note_activations();  // the peaks, now
   int take_slot(int mb);
   int give_back_slot(int mb);
   void add_expert_rows(int slot);
