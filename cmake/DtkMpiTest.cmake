@@ -15,13 +15,14 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/dtk-mpirun.in ${DTK_MPIEXEC} @ONLY
 
 set(DTK_MPIRUN_TIMEOUT 120 CACHE STRING "Seconds before mpirun kills a hung test")
 
+# The programs choose Open MPI's single-machine transports themselves (dtk/single_machine_mpi.hpp).
+set(DTK_MPIRUN_FLAGS --oversubscribe --allow-run-as-root --timeout ${DTK_MPIRUN_TIMEOUT})
+
 # The test programs' own code (checks, expected values from small formulas, Catch2) is compiled
 # -O1: it runs in milliseconds, and compiles in 60 % of -O3's time (test_tensor_parallel.cpp 9.6 s
 # against 16.2, 2026-12-06), a student's edit-to-result time. The code under test, the student
 # files and the provided model, keeps -O3.
 set(DTK_TEST_COMPILE_OPTIONS -O1)
-# The programs choose Open MPI's single-machine transports themselves (dtk/single_machine_mpi.hpp).
-set(DTK_MPIRUN_FLAGS --oversubscribe --allow-run-as-root --timeout ${DTK_MPIRUN_TIMEOUT})
 
 function(dtk_add_mpi_test)
   cmake_parse_arguments(ARG "" "NAME;RANKS" "COMMAND" ${ARGN})

@@ -89,7 +89,7 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
   const int slot = take_slot(mb);
   const GptLoss loss = model_.forward(batch, input, slot);
   add_expert_rows(slot);
-  note_activations();
+  activation_peak_.note(model_);  // every slot the step took is full after some forward
   loss_.cross_entropy_sum += loss.cross_entropy_sum;
   loss_.scored += loss.scored;
   loss_.aux_loss += loss.aux_loss;
@@ -101,14 +101,6 @@ xt::xtensor<T, 2> GptPipelineStage<T>::forward(int mb, const xt::xtensor<T, 2>& 
     recorder_->add(WorkKind::Forward, mb, "F" + std::to_string(mb) + chunk_suffix_, begin, end);
   }
   return output;
-}
-
-template <class T>
-void GptPipelineStage<T>::note_activations() {
-  // Every slot the step took holds a micro-batch at once at some forward's end: the peak.
-  peak_activation_bytes_ = std::max(peak_activation_bytes_, model_.activation_bytes());
-  peak_block_activation_bytes_ =
-      std::max(peak_block_activation_bytes_, model_.first_block_activation_bytes());
 }
 
 template <class T>
@@ -129,7 +121,7 @@ xt::xtensor<T, 2> GptPipelineStage<T>::backward(int mb, const xt::xtensor<T, 2>&
   micro_batch(mb);
   const double begin = MPI_Wtime();
   model_.backward(output_grad, give_back_slot(mb));
-  note_activations();  // what recomputation made again
+  activation_peak_.note(model_);  // what recomputation made again
   xt::xtensor<T, 2> input_grad = is_first() ? xt::xtensor<T, 2>::from_shape({0, 0})
                                             : xt::xtensor<T, 2>(model_.stream_input_grad());
   const double end = MPI_Wtime();

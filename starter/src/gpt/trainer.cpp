@@ -620,14 +620,16 @@ class GptRun {
     measured_.microbatches_in_flight = 1;
     measured_.first_chunk_in_flight = 1;
     g_.sequences = batch.batch;
+    ActivationPeak peak;
     const GptLoss loss = model().forward(batch);
-    note_activations();
+    peak.note(model());
     const double forward_end = MPI_Wtime();
     step_expert_rows_ = {model().expert_rows(0)};
     zero_grad();
     if (sums_in_buckets()) start_buckets();
     model().backward();
-    note_activations();  // what recomputation made again
+    peak.note(model());  // what recomputation made again
+    record_activations(peak);
     if (recorder_) {
       recorder_->add(WorkKind::Forward, 0, "forward", begin, forward_end);
       recorder_->add(WorkKind::Backward, 0, "backward", forward_end, MPI_Wtime());
@@ -641,10 +643,10 @@ class GptRun {
   }
 
   // The model's activations, and its first block's, at their peak so far.
-  void note_activations() {
-    measured_.activations = std::max(measured_.activations, model().activation_bytes());
-    measured_.block_activations =
-        std::max(measured_.block_activations, model().first_block_activation_bytes());
+  // The step's peak, if the run's highest so far.
+  void record_activations(const ActivationPeak& peak) {
+    measured_.activations = std::max(measured_.activations, peak.all);
+    measured_.block_activations = std::max(measured_.block_activations, peak.first_block);
   }
 
   // This rank's share of the step as micro-batches on its stage's schedule (the students'
@@ -684,19 +686,18 @@ class GptRun {
     }
     measured_.pipeline_seconds += MPI_Wtime() - begin;
     GptLoss loss;
-    std::size_t activations = 0;
+    ActivationPeak peak;  // the chunks' peaks, summed: every chunk holds its own
     step_expert_rows_.clear();
     for (const auto& stage : stages) {
       measured_.pipeline_busy_seconds += stage->busy_seconds();
-      activations += stage->peak_activation_bytes();
+      peak.all += stage->activation_peak().all;
       loss.cross_entropy_sum += stage->loss().cross_entropy_sum;
       loss.scored += stage->loss().scored;
       loss.aux_loss += stage->loss().aux_loss;
       step_expert_rows_.push_back(stage->expert_rows());
     }
-    measured_.activations = std::max(measured_.activations, activations);
-    measured_.block_activations =
-        std::max(measured_.block_activations, stages[0]->peak_block_activation_bytes());
+    peak.first_block = stages[0]->activation_peak().first_block;
+    record_activations(peak);
     measured_.microbatches_in_flight = std::max(measured_.microbatches_in_flight, in_flight.peak);
     measured_.first_chunk_in_flight =
         std::max(measured_.first_chunk_in_flight, stages[0]->slots_used());

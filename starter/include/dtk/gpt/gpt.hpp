@@ -54,6 +54,7 @@
 //   for (Parameter<float>* p : model.parameters()) ... p->value, p->grad ...
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -185,5 +186,16 @@ std::vector<double> piece_flops(const GptConfig& config);
 
 // The number of parameters of the whole model (every rank's together).
 std::int64_t parameter_count(const GptConfig& config);
+
+// The most bytes a model's activations took at the moments noted, all of them and its first
+// block's: noted after each forward and each backward (recomputation makes some again there).
+struct ActivationPeak {
+  std::size_t all = 0, first_block = 0;
+  template <class T>
+  void note(const Gpt<T>& model) {
+    all = std::max(all, model.activation_bytes());
+    first_block = std::max(first_block, model.first_block_activation_bytes());
+  }
+};
 
 }  // namespace dtk::gpt

@@ -61,14 +61,11 @@ class GptPipelineStage final : public PipelineStage<T> {
   // Seconds spent in the forwards and backwards (the rest of a schedule's time, waiting for the
   // stages beside it, is the stage's share of the pipeline's bubble).
   double busy_seconds() const { return busy_seconds_; }
-  // The model's activations, and its first block's, at their peak (after a forward, or after a
-  // backward that recomputed some).
-  std::size_t peak_activation_bytes() const { return peak_activation_bytes_; }
-  std::size_t peak_block_activation_bytes() const { return peak_block_activation_bytes_; }
+  // The model's activations, and its first block's, at their peak.
+  const ActivationPeak& activation_peak() const { return activation_peak_; }
 
  private:
   const GptBatch& micro_batch(int mb) const;
-  void note_activations();  // the peaks, now
   int take_slot(int mb);
   int give_back_slot(int mb);
   void add_expert_rows(int slot);
@@ -80,7 +77,7 @@ class GptPipelineStage final : public PipelineStage<T> {
   std::vector<int> slot_of_;      // each micro-batch's slot while in flight, else -1
   std::vector<bool> slot_taken_;  // by a micro-batch in flight, for each slot the step took
   GptLoss loss_;
-  std::size_t peak_activation_bytes_ = 0, peak_block_activation_bytes_ = 0;
+  ActivationPeak activation_peak_;
   double busy_seconds_ = 0;
   std::vector<double> expert_rows_;
   std::string chunk_suffix_;  // "" or ".1": the trace's names
