@@ -105,6 +105,14 @@ const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy, int slot)
 }
 
 template <class T>
+std::vector<Matrix<T>*> CausalSelfAttention<T>::kept(int slot) {
+  Saved& s = saved_.read(slot);
+  std::vector<Matrix<T>*> kept = {&s.q, &s.k, &s.v, &s.attention.out};
+  if (comm_.enter_forward) kept.push_back(&s.entered);  // else f(x) is x: its owner's
+  return kept;
+}
+
+template <class T>
 std::size_t CausalSelfAttention<T>::activation_bytes() const {
   // f(x) when f made it (else its owner counts it, and entered holds only f's backward: a
   // workspace), q, k, v for the attention's backward, and out with lse (FlashAttention's: the

@@ -1,5 +1,8 @@
 #include "dtk/gpt/block.hpp"
 
+#include <stdexcept>
+#include <type_traits>
+
 #include <xtensor/xnoalias.hpp>
 
 #include "dtk/gpt/bytes.hpp"
@@ -66,9 +69,39 @@ void Block<T>::release(int slot) {
 }
 
 template <class T>
+std::vector<Matrix<T>*> Block<T>::kept(int slot) {
+  std::vector<Matrix<T>*> all;
+  for (const std::vector<Matrix<T>*>& layer :
+       {ln1_.kept(slot), attention_.kept(slot), ln2_.kept(slot),
+        moe_ ? moe_->kept(slot) : mlp_->kept(slot)}) {
+    all.insert(all.end(), layer.begin(), layer.end());
+  }
+  return all;
+}
+
+template <class T>
+void Block<T>::pack(int slot, const Bf16Rounding& round) {
+  if constexpr (std::is_same_v<T, float>) {
+    packed_.pack(slot, kept(slot), round);
+  } else {
+    throw std::logic_error("Block::pack: bf16 activations are a float model's");
+  }
+}
+
+template <class T>
+void Block<T>::unpack(int slot) {
+  if constexpr (std::is_same_v<T, float>) packed_.unpack(slot, kept(slot));
+}
+
+template <class T>
+void Block<T>::drop(int slot) {
+  for (Matrix<T>* m : kept(slot)) *m = Matrix<T>();
+}
+
+template <class T>
 std::size_t Block<T>::activation_bytes() const {
   return ln1_.activation_bytes() + attention_.activation_bytes() + ln2_.activation_bytes() +
-         (moe_ ? moe_->activation_bytes() : mlp_->activation_bytes());
+         (moe_ ? moe_->activation_bytes() : mlp_->activation_bytes()) + packed_.bytes();
 }
 
 template <class T>

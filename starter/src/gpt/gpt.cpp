@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <xtensor/xnoalias.hpp>
 
@@ -26,6 +27,9 @@ template <class T>
 Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed,
             GptCommunication<T> comm)
     : config_(checked(config, layout)), layout_(layout), comm_(std::move(comm)) {
+  if (layout.keep_bf16 && !std::is_same_v<T, float>) {
+    throw std::invalid_argument("Gpt: activations kept as bf16 (a bf16 run) need a float model");
+  }
   const InitialWeights init(seed);
   if (layout.holds_embedding()) embedding_.emplace(config_, layout_, init, comm_);
   // No reallocation: the blocks' layers are referred to.
@@ -107,14 +111,21 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
   GptLoss loss;
   const bool keep_inputs_only = layout_.recompute == Recompute::Full;
   if (keep_inputs_only) s.block_inputs.resize(blocks_.size());
+  const bool bf16 = bool(layout_.keep_bf16);
+  if (keep_inputs_only && bf16) s.packed_inputs.resize(blocks_.size());
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     // A copy: x is the buffer the block before (or the stage before) writes its next output to.
     if (keep_inputs_only) s.block_inputs[l] = *x;
+    if (keep_inputs_only && bf16) pack_block_input(s, l);
     piece_starts(block_piece(l), false);
     x = &blocks_[l].forward(*x, batch, slot);
     piece_ends(block_piece(l), false);
     loss.aux_loss += blocks_[l].aux_loss(slot);
-    if (keep_inputs_only) blocks_[l].release(slot);
+    if (keep_inputs_only) {
+      blocks_[l].release(slot);
+    } else if (bf16) {
+      blocks_[l].pack(slot, layout_.keep_bf16);
+    }
   }
   if (!lm_head_) {
     stream_output_ = x;
@@ -130,7 +141,39 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
     loss.cross_entropy_sum = xt::sum(s.loss.loss)();
     loss.scored = s.loss.loss.size();
   }
+  if (bf16) pack_head(s, slot);
   return loss;
+}
+
+template <class T>
+std::vector<Matrix<T>*> Gpt<T>::head_kept(Saved& s, int slot) {
+  std::vector<Matrix<T>*> kept = final_norm_->kept(slot);
+  if (comm_.enter_forward) kept.push_back(&s.head_entered);  // else ln_f's output
+  kept.push_back(&s.loss.logits_grad);
+  return kept;
+}
+
+template <class T>
+void Gpt<T>::pack_head(Saved& s, int slot) {
+  if constexpr (std::is_same_v<T, float>)
+    head_packed_.pack(slot, head_kept(s, slot), layout_.keep_bf16);
+}
+
+template <class T>
+void Gpt<T>::unpack_head(Saved& s, int slot) {
+  if constexpr (std::is_same_v<T, float>) head_packed_.unpack(slot, head_kept(s, slot));
+}
+
+template <class T>
+void Gpt<T>::pack_block_input(Saved& s, std::size_t block) {
+  if constexpr (std::is_same_v<T, float>) {
+    s.packed_inputs[block] = pack(s.block_inputs[block], layout_.keep_bf16);
+  }
+}
+
+template <class T>
+void Gpt<T>::unpack_block_input(Saved& s, std::size_t block) {
+  if constexpr (std::is_same_v<T, float>) unpack(s.packed_inputs[block], s.block_inputs[block]);
 }
 
 template <class T>
@@ -173,7 +216,8 @@ template <class T>
 std::size_t Gpt<T>::first_block_activation_bytes() const {
   if (blocks_.empty()) return 0;
   return blocks_.front().activation_bytes() + saved_.total([](const Saved& s) {
-    return s.block_inputs.empty() ? 0 : bytes_of(s.block_inputs[0]);
+    return (s.block_inputs.empty() ? 0 : bytes_of(s.block_inputs[0])) +
+           (s.packed_inputs.empty() ? 0 : bytes_of(s.packed_inputs[0].bits));
   });
 }
 
@@ -209,6 +253,7 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     }
     // cross_entropy's gradient is of the mean over its N rows; the loss is the sum over
     // loss_tokens.
+    if (layout_.keep_bf16) unpack_head(s, slot);
     const T scale = T(double(s.loss.loss.size()) / s.batch->loss_tokens);
     xt::noalias(logits_grad_) = s.loss.logits_grad * scale;
     piece_starts(pieces_.size() - 1, true);
@@ -216,19 +261,31 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     grad = &final_norm_->backward(
         communicate(comm_.enter_backward, head_input_grad_, s.head_entered), slot);  // f's
     piece_ends(pieces_.size() - 1, true);
+    if (layout_.keep_bf16) {
+      for (Matrix<T>* m : head_kept(s, slot)) *m = Matrix<T>();  // read: freed
+    }
     gradients_ready(pieces_.size() - 1);
   }
   const bool recompute = layout_.recompute == Recompute::Full;
+  const bool bf16 = bool(layout_.keep_bf16);
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     Block<T>& block = blocks_[l];
     piece_starts(block_piece(l), true);
     if (recompute) {  // the forward again, from the input kept: the same values as the first
+      if (bf16) unpack_block_input(s, l);
       block.forward(s.block_inputs[l], *s.batch, slot);
       recomputed_peak_ = std::max(recomputed_peak_, block.activation_bytes());
+    } else if (bf16) {
+      block.unpack(slot);
     }
     grad = &block.backward(*grad, slot);
     piece_ends(block_piece(l), true);
-    if (recompute) block.release(slot);
+    if (recompute) {
+      block.release(slot);
+      if (bf16) s.block_inputs[l] = Matrix<T>();
+    } else if (bf16) {
+      block.drop(slot);
+    }
     gradients_ready(block_piece(l));
   }
   if (embedding_) {
@@ -269,8 +326,10 @@ std::size_t Gpt<T>::activation_bytes() const {
   std::size_t total = saved_.total([entered](const Saved& s) {
     std::size_t bytes = (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
     for (const Matrix<T>& input : s.block_inputs) bytes += bytes_of(input);
+    for (const PackedMatrix& input : s.packed_inputs) bytes += bytes_of(input.bits);
     return bytes;
   });
+  total += head_packed_.bytes();
   if (final_norm_) total += final_norm_->activation_bytes();
   // What recomputation makes again lives one block at a time.
   std::size_t recomputed = recomputed_peak_;

@@ -193,6 +193,17 @@ void MixtureOfExperts<T>::release(int slot) {
 }
 
 template <class T>
+std::vector<Matrix<T>*> MixtureOfExperts<T>::kept(int slot) {
+  Saved& s = saved_.read(slot);
+  std::vector<Matrix<T>*> kept = {&s.choice_out};
+  for (Matrix<T>& rows : s.expert_inputs) kept.push_back(&rows);
+  for (Mlp<T>& expert : experts_) {
+    for (Matrix<T>* m : expert.kept(slot)) kept.push_back(m);
+  }
+  return kept;
+}
+
+template <class T>
 std::size_t MixtureOfExperts<T>::activation_bytes() const {
   std::size_t total = saved_.total([](const Saved& s) {
     std::size_t bytes = bytes_of(s.probs, s.expert_ids, s.gates, s.choice_out);

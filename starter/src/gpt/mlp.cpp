@@ -161,6 +161,15 @@ std::vector<Parameter<T>*> Mlp<T>::parameters() {
 }
 
 template <class T>
+std::vector<Matrix<T>*> Mlp<T>::kept(int slot) {
+  Saved& s = saved_.read(slot);
+  std::vector<Matrix<T>*> kept;
+  if (!recompute_hidden_) kept = {&s.pre_activation, &s.hidden};
+  if (comm_ && comm_->enter_forward) kept.push_back(&s.entered);  // else f(x) is x: its owner's
+  return kept;
+}
+
+template <class T>
 std::size_t Mlp<T>::activation_bytes() const {
   // f(x) for W1's gradient when f made it (else entered holds only f's backward: a
   // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's (empty when recomputed).

@@ -10,13 +10,17 @@
 //     of each forward followed by its backward, bit for bit;
 //   - the model cut into a pipeline's pieces (GptLayout::piece_begin, piece_end), each stage's
 //     stream handed to the next and its gradient back, gives the whole model's loss and
-//     gradients bit for bit.
+//     gradients bit for bit;
+//   - a float model keeping its activations as bf16 (bf16_store.hpp): 2 bytes a kept value, 4 a
+//     statistic, nothing left once the backward has read them; gradients within 2 % of float's
+//     (and not equal), the same bits on every run and with micro-batches in flight.
 //   ./build/tests/kit/kit_gpt_kernels
 #include "dtk_test.hpp"
 
 #include <dtk/gpt/attention_kernels.hpp>
 #include <dtk/gpt/attention_loops.hpp>
 #include <dtk/gpt/gpt.hpp>
+#include <dtk/memory.hpp>
 
 #include <cmath>
 #include <limits>
@@ -369,6 +373,106 @@ TEST_CASE("kit | Gpt<double>: cut into a pipeline's stages, the same loss and gr
         check.that(staged.first == whole.first, name + ": the loss differs from the whole model's");
         check.that(staged.second == whole.second,
                    name + ": the gradients differ from the whole model's");
+      }
+    }
+  });
+}
+
+namespace {
+
+// A bf16 run's rounding, as gpt_train binds it: Part 16.1's to_bf16 (the reference's) on each.
+void round_to_bf16(const float* values, std::size_t count, std::uint16_t* bits) {
+  for (std::size_t i = 0; i < count; ++i) bits[i] = dtk::to_bf16(values[i]);
+}
+
+struct FloatRun {
+  std::size_t activations_after_forward = 0, activations_after_backward = 0;
+  std::vector<float> grads;  // every parameter's, in order
+};
+
+// The small model in float, two micro-batches in `order` (as gradients_after's), its activations
+// kept as bf16 or not, with the recomputation asked.
+FloatRun float_run(const dtk::gpt::GptConfig& config, const std::string& order, bool bf16,
+                   dtk::gpt::Recompute recompute = dtk::gpt::Recompute::None) {
+  dtk::gpt::GptLayout layout = dtk::gpt::one_rank_layout(config);
+  if (bf16) layout.keep_bf16 = round_to_bf16;
+  layout.recompute = recompute;
+  dtk::gpt::Gpt<float> model(config, layout, 7);
+  const dtk::gpt::GptBatch batches[2] = {micro_batch(0), micro_batch(1)};
+  FloatRun run;
+  model.zero_grad();
+  for (std::size_t i = 0; i + 1 < order.size(); i += 2) {
+    const int mb = order[i + 1] - '0';
+    if (order[i] == 'F') model.forward(batches[mb], mb);
+    if (order[i] == 'B') model.backward(mb);
+    if (i == 0) run.activations_after_forward = model.activation_bytes();
+  }
+  run.activations_after_backward = model.activation_bytes();
+  for (auto* p : model.parameters())
+    run.grads.insert(run.grads.end(), p->grad.begin(), p->grad.end());
+  return run;
+}
+
+// ‖a − b‖ / ‖b‖, in double.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double difference = 0, size = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    difference += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    size += double(b[i]) * b[i];
+  }
+  return std::sqrt(difference / size);
+}
+
+}  // namespace
+
+// bf16_store.hpp: a bf16 run holds what the blocks and the head keep as bf16 between the passes.
+TEST_CASE("kit | Gpt<float> keeping bf16 activations: 2 bytes a kept value, near float's gradients",
+          "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    const dtk::gpt::GptConfig config = small_config(0, 1);
+    // One micro-batch (N = 10 rows): each block keeps 16 N h values (two LayerNorms' x̂ and y,
+    // q, k, v and the attention's out, the MLP's x · W1 + b1 and its GELU), the head ln_f's x̂
+    // and y and the logits' gradient (N V); the statistics stay float: each LayerNorm's 1/σ (N)
+    // and the attention's log-sum-exp (N a).
+    const std::size_t N = 10, h = config.hidden, L = config.layers, V = config.vocab_size,
+                      a = config.heads;
+    const std::size_t kept = L * 16 * N * h + 2 * N * h + N * V;
+    const std::size_t statistics = L * (2 * N + N * a) + N;
+    const FloatRun plain = float_run(config, "F0B0", false);
+    const FloatRun bf16 = float_run(config, "F0B0", true);
+    check.that(plain.activations_after_forward == 4 * (kept + statistics),
+               "float: " + std::to_string(plain.activations_after_forward) +
+                   " bytes kept after the forward, expected " +
+                   std::to_string(4 * (kept + statistics)));
+    check.that(bf16.activations_after_forward == 2 * kept + 4 * statistics,
+               "bf16: " + std::to_string(bf16.activations_after_forward) +
+                   " bytes kept after the forward, expected " +
+                   std::to_string(2 * kept + 4 * statistics) + " (2 a kept value, 4 a statistic)");
+    check.that(bf16.activations_after_backward == 4 * statistics,
+               "bf16: " + std::to_string(bf16.activations_after_backward) +
+                   " bytes kept after the backward, expected the statistics' " +
+                   std::to_string(4 * statistics) + ": the backward frees what it unpacked");
+    // Rounded (the gradients differ from float's), by about bf16's precision (2^-8).
+    const double relative = relative_difference(bf16.grads, plain.grads);
+    check.that(relative > 0 && relative < 2e-2, "bf16: the gradients differ from float's by " +
+                                                    std::to_string(relative) +
+                                                    " (relative, L2), expected within (0, 0.02)");
+    check.that(float_run(config, "F0B0", true).grads == bf16.grads,
+               "bf16: a second run gives other gradients");
+    // Two micro-batches in flight, a mixture of experts, full recomputation: the same bits as one
+    // at a time, and near float's.
+    for (const int experts : {0, 4}) {
+      const dtk::gpt::GptConfig c = small_config(experts, experts ? 2 : 1);
+      const std::string name = experts ? "mixture of experts" : "dense";
+      check.that(float_run(c, "F0F1B0B1", true).grads == float_run(c, "F0B0F1B1", true).grads,
+                 name + ", bf16: F0 F1 B0 B1 gives other gradients than F0 B0 F1 B1");
+      for (const dtk::gpt::Recompute recompute :
+           {dtk::gpt::Recompute::None, dtk::gpt::Recompute::Selective, dtk::gpt::Recompute::Full}) {
+        const double off = relative_difference(float_run(c, "F0F1B0B1", true, recompute).grads,
+                                               float_run(c, "F0F1B0B1", false, recompute).grads);
+        check.that(off > 0 && off < 2e-2, name + ", recompute " + std::to_string(int(recompute)) +
+                                              ", bf16: the gradients differ from float's by " +
+                                              std::to_string(off) + ", expected within (0, 0.02)");
       }
     }
   });

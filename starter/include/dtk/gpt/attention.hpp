@@ -48,6 +48,8 @@ class CausalSelfAttention {
   }
   // Slot's buffers given back (full recomputation: the block's forward runs again).
   void release(int slot) { saved_.release(slot); }
+  // The matrices slot keeps for the backward, which a bf16 run holds as bf16 (bf16_store.hpp).
+  std::vector<Matrix<T>*> kept(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 

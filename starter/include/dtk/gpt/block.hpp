@@ -11,6 +11,7 @@
 
 #include "dtk/gpt/attention.hpp"
 #include "dtk/gpt/batch.hpp"
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/layer_norm.hpp"
 #include "dtk/gpt/mixture_of_experts.hpp"
 #include "dtk/gpt/mlp.hpp"
@@ -38,6 +39,11 @@ class Block {
   // Every layer's slot given back (full recomputation: forward runs again before backward);
   // aux_loss and the experts' rows stay.
   void release(int slot);
+  // A bf16 run (a float model): what slot keeps, every layer's, held as bf16 after the forward
+  // (pack) until just before the backward (unpack); drop frees it once the backward has read it.
+  void pack(int slot, const Bf16Rounding& round);
+  void unpack(int slot);
+  void drop(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
   // Selective recomputation: the most its MLP's recomputed activation took (freed after use).
@@ -50,7 +56,9 @@ class Block {
   CausalSelfAttention<T> attention_;
   std::optional<Mlp<T>> mlp_;
   std::optional<MixtureOfExperts<T>> moe_;
-  Matrix<T> after_attention_, y_;  // the residual stream after each half
+  PackedSlots packed_;                     // a bf16 run's
+  std::vector<Matrix<T>*> kept(int slot);  // every layer's, in order
+  Matrix<T> after_attention_, y_;          // the residual stream after each half
   Matrix<T> after_attention_grad_, x_grad_;
 };
 

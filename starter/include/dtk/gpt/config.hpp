@@ -9,6 +9,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,11 @@ std::string config_problem(const GptConfig& config);
 // Every mode trains bit-identical weights: the same operations run again on the same values.
 enum class Recompute { None, Selective, Full };
 
+// Rounds `count` floats to the nearest bf16 (their 16 bits each) into `bits`: Part 16.1's
+// to_bf16 on each, as gpt_train binds it.
+using Bf16Rounding =
+    std::function<void(const float* values, std::size_t count, std::uint16_t* bits)>;
+
 // How this rank holds the model. One rank (one_rank_layout) holds all of it; the trainers of
 // Parts 10 and 12 fill in the slices their students' functions give.
 struct GptLayout {
@@ -69,6 +77,9 @@ struct GptLayout {
   int piece_end = 0;
   // What the blocks keep for the backward.
   Recompute recompute = Recompute::None;
+  // A bf16 run (a float model only): what the blocks and the head keep for the backward is held
+  // as bf16, rounded by this (bf16_store.hpp). Empty: kept as computed.
+  Bf16Rounding keep_bf16;
 
   int vocab_begin(const GptConfig& c) const { return tp_idx * (c.vocab_size / tp_size); }
   int local_vocab(const GptConfig& c) const { return c.vocab_size / tp_size; }

@@ -37,7 +37,8 @@
 // else holds them; (2) its forward and backward on (rows, width) matrices, what it keeps for
 // the backward in a Saved struct per micro-batch slot (slots.hpp), counted in its
 // activation_bytes() and given back by release(slot) (full recomputation, config.hpp's
-// Recompute), and its other buffers in workspace_bytes(),
+// Recompute), the matrices of it a bf16 run holds as bf16 listed by kept(slot) (bf16_store.hpp),
+// and its other buffers in workspace_bytes(),
 // any communication through GptCommunication, never MPI; (3) its weights in parameters()'s
 // fixed order and in the table above; (4) the same layer in the PyTorch oracle's model
 // (tests/kit/gpt/check_oracle.py, oracle_case.cpp), its products in training_flops and its
@@ -157,12 +158,21 @@ class Gpt {
 
   struct Saved {
     const GptBatch* batch = nullptr;
-    const Matrix<T>* head_input = nullptr;  // f(ln_f(x)): ln_f's output or head_entered
-    Matrix<T> head_entered;                 // f(ln_f(x)) when f communicates
-    VocabParallelLoss<T> loss;              // its logits_grad, of the mean over the rows
-    std::vector<Matrix<T>> block_inputs;    // Recompute::Full: each block's input (rows, h)
+    const Matrix<T>* head_input = nullptr;    // f(ln_f(x)): ln_f's output or head_entered
+    Matrix<T> head_entered;                   // f(ln_f(x)) when f communicates
+    VocabParallelLoss<T> loss;                // its logits_grad, of the mean over the rows
+    std::vector<Matrix<T>> block_inputs;      // Recompute::Full: each block's input (rows, h)
+    std::vector<PackedMatrix> packed_inputs;  // a bf16 run's block_inputs, as bf16
   };
+  // A bf16 run (bf16_store.hpp): what the head keeps (ln_f's, f(ln_f(x)) when f made it, the
+  // loss's logits_grad), and Recompute::Full's block inputs, held as bf16 between the passes.
+  std::vector<Matrix<T>*> head_kept(Saved& s, int slot);
+  void pack_head(Saved& s, int slot);
+  void unpack_head(Saved& s, int slot);
+  void pack_block_input(Saved& s, std::size_t block);
+  void unpack_block_input(Saved& s, std::size_t block);
   Slots<Saved> saved_;
+  PackedSlots head_packed_;  // a bf16 run's: head_kept of each slot
   Matrix<T> logits_, logits_grad_, head_input_grad_;
   const Matrix<T>* stream_output_ = nullptr;      // without the head
   const Matrix<T>* stream_input_grad_ = nullptr;  // without the embedding

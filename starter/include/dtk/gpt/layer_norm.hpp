@@ -33,6 +33,11 @@ class LayerNorm {
   // Activations: what the slots keep for a backward pass, every slot's. Workspace: dx.
   // Slot's buffers given back (full recomputation: the block's forward runs again).
   void release(int slot) { saved_.release(slot); }
+  // The matrices slot keeps for the backward, which a bf16 run holds as bf16 (bf16_store.hpp).
+  std::vector<Matrix<T>*> kept(int slot) {
+    Saved& s = saved_.read(slot);
+    return {&s.normalized, &s.y};
+  }
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 

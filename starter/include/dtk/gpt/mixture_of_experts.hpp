@@ -62,6 +62,8 @@ class MixtureOfExperts {
   // Slot's buffers given back, its experts' too (full recomputation: the block's forward runs
   // again); its expert_rows and aux_loss stay.
   void release(int slot);
+  // The matrices slot keeps for the backward, which a bf16 run holds as bf16 (bf16_store.hpp).
+  std::vector<Matrix<T>*> kept(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
   // Selective recomputation: the most an expert's recomputed activation took (one at a time).

@@ -46,6 +46,8 @@ class Mlp {
   std::vector<Parameter<T>*> parameters();
   // Every slot's buffers given back (full recomputation: the block's forward runs again).
   void release(int slot) { saved_.release(slot); }
+  // The matrices slot keeps for the backward, which a bf16 run holds as bf16 (bf16_store.hpp).
+  std::vector<Matrix<T>*> kept(int slot);
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
   // Selective recomputation: the most the recomputed activation took at once (0 without).

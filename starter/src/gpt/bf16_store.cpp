@@ -1,0 +1,55 @@
+#include "dtk/gpt/bf16_store.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace dtk::gpt {
+
+PackedMatrix pack(Matrix<float>& m, const Bf16Rounding& round) {
+  PackedMatrix p;
+  p.rows = m.shape(0);
+  p.cols = m.shape(1);
+  p.bits.resize(m.size());
+  round(m.data(), m.size(), p.bits.data());
+  m = Matrix<float>();
+  return p;
+}
+
+void unpack(PackedMatrix& p, Matrix<float>& m) {
+  m = Matrix<float>::from_shape({p.rows, p.cols});
+  float* out = m.data();
+  for (std::size_t i = 0; i < p.bits.size(); ++i) {
+    const std::uint32_t bits = std::uint32_t(p.bits[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof bits);
+  }
+  p = PackedMatrix();
+}
+
+void PackedSlots::pack(int slot, const std::vector<Matrix<float>*>& kept,
+                       const Bf16Rounding& round) {
+  if (slot < 0) throw std::invalid_argument("PackedSlots: slot " + std::to_string(slot) + " < 0");
+  while (slots_.size() <= std::size_t(slot)) slots_.emplace_back();
+  std::vector<PackedMatrix>& packed = slots_[slot];
+  packed.clear();
+  for (Matrix<float>* m : kept) packed.push_back(dtk::gpt::pack(*m, round));
+}
+
+void PackedSlots::unpack(int slot, const std::vector<Matrix<float>*>& kept) {
+  if (slot < 0 || std::size_t(slot) >= slots_.size() || slots_[slot].size() != kept.size()) {
+    throw std::logic_error("PackedSlots: slot " + std::to_string(slot) +
+                           " unpacked before a forward packed it");
+  }
+  for (std::size_t i = 0; i < kept.size(); ++i) dtk::gpt::unpack(slots_[slot][i], *kept[i]);
+  slots_[slot].clear();
+}
+
+std::size_t PackedSlots::bytes() const {
+  std::size_t total = 0;
+  for (const std::vector<PackedMatrix>& packed : slots_) {
+    for (const PackedMatrix& p : packed) total += p.bits.size() * sizeof(std::uint16_t);
+  }
+  return total;
+}
+
+}  // namespace dtk::gpt
