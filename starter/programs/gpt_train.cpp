@@ -89,7 +89,9 @@ std::string help_text() {
        << "  --top_k K          experts per token (default " << t.model.top_k << ")\n"
        << "  --aux_loss A       the load-balancing loss's coefficient (default "
        << t.model.aux_loss_coef << ")\n"
-       << "  --dtype D          float or double (default float)\n"
+       << "  --dtype D          float, double or bf16: parameters, gradients and the activations\n"
+       << "                     kept in bf16, fp32 master weights and moments (Part 16.2;\n"
+       << "                     with --zero 0 and adam) (default float)\n"
        << "Training:\n"
        << "  --corpus FILE      a UTF-8 text (default: the King James Bible, Debian's bible-kjv)\n"
        << "  --batch_size B     sequences per step, over all data-parallel ranks (default "
@@ -190,7 +192,10 @@ Options parse(int argc, char** argv) {
       {"--corpus", [&](auto&, auto& v) { o.corpus = v; }},
       {"--dtype",
        [&](auto& f, auto& v) {
-         o.double_precision = parse_choice<bool>(f, v, {{"float", false}, {"double", true}});
+         const std::string dtype = parse_choice<std::string>(
+             f, v, {{"float", "float"}, {"double", "double"}, {"bf16", "bf16"}});
+         o.double_precision = dtype == "double";
+         t.bf16 = dtype == "bf16";
        }},
       {"--threads", [&](auto& f, auto& v) { o.threads = positive(f, v); }},
       {"--report", [&](auto&, auto& v) { o.report_file = v; }},

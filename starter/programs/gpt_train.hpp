@@ -40,12 +40,17 @@ inline const std::map<std::string, gpt::Optimizer> kOptimizerNames = {
 
 struct Options {
   gpt::GptTrainOptions train;
-  std::string corpus;  // --corpus FILE; empty: the King James Bible
-  bool double_precision = false;
+  std::string corpus;             // --corpus FILE; empty: the King James Bible
+  bool double_precision = false;  // --dtype double; --dtype bf16 is train.bf16
   int threads = 0;  // --threads: BLAS's and the model's loops' per rank; 0: the cores shared
   std::string report_file, trace_file;
   bool help = false;
 };
+
+// --dtype's name: float, double or bf16.
+inline const char* dtype_name(const Options& o) {
+  return o.double_precision ? "double" : o.train.bf16 ? "bf16" : "float";
+}
 
 // The students' functions of Parts 10, 11 and 12, for the trainer's layouts; and Part 8's, Part
 // 9's, Part 14's, Part 15's and Part 16's for the pipeline, ZeRO, the grid, the buckets and
@@ -77,7 +82,8 @@ double micro_batch_stream_rows(const gpt::GptTrainOptions& t);
 // gradient to the chunk before (not from the model's first).
 double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e);
 
-// Bytes of activations one block keeps on one rank: this model's count (values of e bytes) and
+// Bytes of activations one block keeps on one rank: this model's count (values of e bytes; a bf16
+// run's 2 bytes, its statistics 4) and
 // Korthikanti et al.'s for the same shape (16-bit, with dropout and the attention's scores).
 struct ActivationCounts {
   double model, korthikanti;
@@ -89,7 +95,8 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
 // chunks' parameters (each [begin, end) of pieces), their gradients, Adam's m and v; at ZeRO stage
 // 1 the optimizer's for a shard of each group's values (model_states.hpp), at stage 2 the
 // gradients' too, ceil(n / p) values a rank; at stage 3 (fully_sharded.hpp) each piece's shards,
-// one piece whole at a time, and the optimizer's copy of the shards.
+// one piece whole at a time, and the optimizer's copy of the shards; a bf16 run's 2 + 2 + 12
+// bytes a value (mixed_precision.hpp).
 struct ModelStateCounts {
   double parameters = 0, gradients = 0, optimizer = 0;
 };

@@ -132,11 +132,15 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
   // and GELU of it (not with selective recomputation), and under --sp the gathered inputs of the
   // attention and of the MLP; with full recomputation, the block's input alone.
   const bool selective = t.recompute == gpt::Recompute::Selective;
-  const double values = t.recompute == gpt::Recompute::Full
-                            ? stream * h
-                            : 2 * (2 * stream * h + stream) + 4 * N * h / p + N * a / p +
-                                  (selective ? 0 : 8 * N * h / p) +
-                                  (t.sequence_parallel ? 2 * N * h : 0);
+  const bool full = t.recompute == gpt::Recompute::Full;
+  // Of those, the statistics (each LayerNorm's 1/σ and the attention's log-sum-exp), which a
+  // bf16 run keeps in float, its other values in 2 bytes (bf16_store.hpp).
+  const double statistics = full ? 0 : 2 * stream + N * a / p;
+  const double values = full ? stream * h
+                             : 2 * (2 * stream * h) + 4 * N * h / p + statistics +
+                                   (selective ? 0 : 8 * N * h / p) +
+                                   (t.sequence_parallel ? 2 * N * h : 0);
+  const double bytes = t.bf16 ? 2 * (values - statistics) + sizeof(float) * statistics : values * e;
   // Korthikanti et al.'s count (2022, eq. 5 divided by t; eq. 6 and section 5 for
   // recomputation): 16-bit values, dropout masks, the a · s² scores kept: s · b · h · (34 +
   // 5 a s / h) / tp bytes with sequence parallelism (the LayerNorms' and dropouts' 10 s b h not
@@ -147,7 +151,7 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
       t.recompute == gpt::Recompute::Full ? 2 * s * b * h / (t.sequence_parallel ? p : 1)
       : t.sequence_parallel || t.tp == 1  ? s * b * h * (34 + scores) / p
                                           : s * b * h * (10 + (24 + scores) / p);
-  return {values * e, korthikanti};
+  return {bytes, korthikanti};
 }
 
 double micro_batch_stream_rows(const gpt::GptTrainOptions& t) {
@@ -191,6 +195,12 @@ ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt:
     return {(shards + largest) * e, shards * e, (adam ? 3 : 1) * shards * e};
   }
   for (const auto& [n, p] : segments(t, held)) {
+    if (t.bf16) {  // 2 + 2 + 12 bytes (mixed_precision.hpp), ZeRO stage 0
+      count.parameters += 2 * n;
+      count.gradients += 2 * n;
+      count.optimizer += 12 * n;
+      continue;
+    }
     const double s = t.zero_stage > 0 ? shard(n, p) : n;
     count.parameters += n * e;
     count.gradients += (t.zero_stage == 2 ? s : n) * e;

@@ -102,8 +102,8 @@ void print_header(const Options& o, const gpt::Corpus& corpus, int ranks) {
       "Training a GPT of %.2fM parameters (%s; vocabulary %d: %zu characters + %zu "
       "padding) in %s on %d %s (tp %d x cp %d x dp %d x pp %d)\n",
       gpt::parameter_count(m) / 1e6, model_text(m).c_str(), m.vocab_size, corpus.alphabet.size(),
-      m.vocab_size - corpus.alphabet.size(), o.double_precision ? "double" : "float", ranks,
-      ranks == 1 ? "rank" : "ranks", t.tp, t.cp, t.dp, t.pp);
+      m.vocab_size - corpus.alphabet.size(), dtype_name(o), ranks, ranks == 1 ? "rank" : "ranks",
+      t.tp, t.cp, t.dp, t.pp);
   std::printf("  corpus: %s, %zu characters: %zu to train on, the last %zu held out\n",
               corpus.source.c_str(), corpus.tokens.size(), corpus.training_tokens(),
               corpus.validation_tokens());
@@ -363,7 +363,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
         {"alphabet", corpus.alphabet.size()},
         {"training", corpus.training_tokens()},
         {"validation", corpus.validation_tokens()}}},
-      {"dtype", o.double_precision ? "double" : "float"},
+      {"dtype", dtype_name(o)},
       {"optimizer", choice_name(kOptimizerNames, t.optimizer)},
       {"lr", t.lr},
       {"batch_size", t.batch_size},

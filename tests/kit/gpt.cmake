@@ -21,10 +21,11 @@ endforeach()
 # layouts of Parts 10 (tensor: tp, sp), 11 (context: cp, zig-zag), 12 (experts: ep) and Part 8's
 # pipeline of the model (pipeline: pp with every other axis, to 1e-10), with their bytes against
 # the analytic counts; Part 15's buckets (buckets: dp, cp and tp with --bucket_mb, to 1e-10, the
-# rings' Isends made during the backward); every bad command line or input is one line and
+# rings' Isends made during the backward); a bf16 run (bf16: the same bits twice, near float's,
+# its bytes as counted); every bad command line or input is one line and
 # exit 2; the BLAS's kernels are the processor's fastest unless the environment names them, with
 # the same weights; a short run on the Bible learns.
-foreach(mode layouts tensor context experts pipeline buckets memory zero cli blas learns)
+foreach(mode layouts tensor context experts pipeline buckets memory zero bf16 cli blas learns)
   add_test(NAME kit_gpt_train_${mode}
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpt/check_gpt_train.py ${mode}
                    $<TARGET_FILE:gpt_train> ${DTK_MPIEXEC} ${DTK_MPIRUN_FLAGS})

@@ -1,6 +1,6 @@
 #include "dtk/gpt/bf16_store.hpp"
 
-#include <cstring>
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -18,11 +18,7 @@ PackedMatrix pack(Matrix<float>& m, const Bf16Rounding& round) {
 
 void unpack(PackedMatrix& p, Matrix<float>& m) {
   m = Matrix<float>::from_shape({p.rows, p.cols});
-  float* out = m.data();
-  for (std::size_t i = 0; i < p.bits.size(); ++i) {
-    const std::uint32_t bits = std::uint32_t(p.bits[i]) << 16;
-    std::memcpy(out + i, &bits, sizeof bits);
-  }
+  std::transform(p.bits.begin(), p.bits.end(), m.begin(), bf16_value);
   p = PackedMatrix();
 }
 

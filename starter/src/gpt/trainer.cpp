@@ -230,6 +230,19 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
   if (o.zero_stage < 0 || o.zero_stage > 3) {
     return "--zero " + text(o.zero_stage) + ": the stages are 0 to 3";
   }
+  if (o.bf16 && o.zero_stage > 0) {
+    return "--dtype bf16 with --zero " + text(o.zero_stage) +
+           ": a bf16 run keeps its model states whole on every rank (ZeRO stage 0) in this "
+           "version of gpt_train";
+  }
+  if (o.bf16 && o.bucket_mb > 0) {
+    return "--dtype bf16 with --bucket_mb: a bf16 run sums its gradients after the backward; use "
+           "one of the two";
+  }
+  if (o.bf16 && o.optimizer != Optimizer::Adam) {
+    return "--dtype bf16 trains with --optimizer adam: its fp32 master weights and moments are "
+           "Part 16.2's MixedPrecisionAdam";
+  }
   if (o.zero_stage > 0 && o.bucket_mb > 0) {
     return "--zero " + text(o.zero_stage) +
            " with --bucket_mb: ZeRO sums the gradients shard by shard after the backward, the "
@@ -273,6 +286,10 @@ std::string build_problem(const GptTrainOptions& o, const GptParallelism<T>& par
   }
   if (o.zero_stage == 3 && !parallelism.fully_sharded_blocks) {
     return "--zero 3 gathers the model piece by piece with Part 16's FullyShardedBlocks "
+           "(assignment 4), which this build of gpt_train does not hold";
+  }
+  if (o.bf16 && (!parallelism.to_bf16 || !parallelism.mixed_precision_adam)) {
+    return "--dtype bf16 rounds with Part 16's to_bf16 and steps with its MixedPrecisionAdam "
            "(assignment 4), which this build of gpt_train does not hold";
   }
   if ((o.zero_stage == 1 || o.zero_stage == 2) && !parallelism.zero_gather_params) {
@@ -470,11 +487,14 @@ class GptRun {
         global_tokens_(double(o.batch_size) * config_.seq_len) {
     const auto update =
         o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam : ModelStates<T>::Update::Sgd;
-    if (o.zero_stage == 3) {
-      std::vector<std::vector<Parameter<T>*>> pieces;
-      for (const auto& chunk : chunks_) {
-        for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
-      }
+    std::vector<std::vector<Parameter<T>*>> pieces;
+    for (const auto& chunk : chunks_) {
+      for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
+    }
+    if (o.bf16) {
+      mixed_ = std::make_unique<MixedPrecisionStates<T>>(pieces, g_, parallelism.to_bf16,
+                                                         parallelism.mixed_precision_adam);
+    } else if (o.zero_stage == 3) {
       sharded_ = std::make_unique<FullyShardedStates<T>>(pieces, g_, update,
                                                          parallelism.fully_sharded_blocks);
     } else {
@@ -563,8 +583,10 @@ class GptRun {
     report_.mfu = report_.flops_per_second / report_.gemm_peak;
     measure_memory_and_bytes();
     if (sharded_) sharded_->gather_all();  // the whole model, to measure it
+    if (mixed_) mixed_->unpack_all();
     report_.weights_l2 = std::sqrt(weights_square_sum(chunk_parameters(), g_, world_));
     if (sharded_) sharded_->release_all();
+    if (mixed_) mixed_->release_all();
     report_.ranks = gather_reports(measured_, world_);
     if (recorder_) report_.timeline = gather_timeline(recorder_->events(), world_);
     if (o_.sample_chars > 0) report_.sample = sample();
@@ -591,7 +613,14 @@ class GptRun {
           gradients_ready(ready);
         };
       }
-      if (o_.zero_stage == 3) {
+      if (o_.bf16) {
+        comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
+          mixed_->piece_starts(piece, backward);
+        };
+        comm.piece_ends = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
+          mixed_->piece_ends(piece, backward);
+        };
+      } else if (o_.zero_stage == 3) {
         comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
           sharded_->piece_starts(piece, backward);
         };
@@ -601,6 +630,7 @@ class GptRun {
       }
       GptLayout layout = make_layout(config_, g_, parallelism_, cuts_, v);
       layout.recompute = o_.recompute;
+      if (o_.bf16) layout.keep_bf16 = parallelism_.to_bf16;
       chunks.push_back(std::make_unique<Gpt<T>>(config_, layout, o_.seed, std::move(comm)));
     }
     return chunks;
@@ -738,6 +768,8 @@ class GptRun {
   void optimizer_step(double lr) {
     if (sharded_) {  // ZeRO-3: each piece's gradients were summed as its backward ended
       sharded_->step(lr);
+    } else if (mixed_) {
+      measured_.exposed_sum_seconds += mixed_->step(lr);
     } else {
       measured_.exposed_sum_seconds += states_->step(lr, sums_in_buckets());
     }
@@ -747,6 +779,7 @@ class GptRun {
   // backward starts).
   void zero_grad() {
     if (states_) states_->zero_grad();
+    if (mixed_) mixed_->zero_grad();
   }
 
   // The step's loss over the global batch and its experts' rows; a loss that is no longer
@@ -777,7 +810,9 @@ class GptRun {
       if (p->sharing == Sharing::Expert)
         measured_.expert_parameters += p->full_rows * p->full_cols * sizeof(T);
     }
-    const typename ModelStates<T>::Bytes states = sharded_ ? sharded_->bytes() : states_->bytes();
+    const typename ModelStates<T>::Bytes states = sharded_ ? sharded_->bytes()
+                                                  : mixed_ ? mixed_->bytes()
+                                                           : states_->bytes();
     measured_.parameters = states.parameters;
     measured_.gradients = states.gradients;
     measured_.optimizer = states.optimizer;
@@ -822,9 +857,11 @@ class GptRun {
   std::vector<std::unique_ptr<Gpt<T>>>
       chunks_;                  // this rank's: chunk v is the model's v · pp + pp_idx
   std::vector<int> positions_;  // of each sequence, this rank's
-  // The model states: with their sums and optimizer (ZeRO 0 to 2), or fully sharded (ZeRO-3).
+  // The model states: with their sums and optimizer (ZeRO 0 to 2), fully sharded (ZeRO-3), or a
+  // bf16 run's.
   std::unique_ptr<ModelStates<T>> states_;
   std::unique_ptr<FullyShardedStates<T>> sharded_;
+  std::unique_ptr<MixedPrecisionStates<T>> mixed_;  // --dtype bf16
   // --bucket_mb: each parameter's place in states_'s order, and the step's sum in flight.
   std::map<const Parameter<T>*, int> bucket_index_;
   std::optional<BucketedSum> bucketed_sum_;

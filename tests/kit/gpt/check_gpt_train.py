@@ -44,6 +44,12 @@
            the shape (ceil(n / p) values of each group's segment, or at stage 3 of each piece,
            and one piece whole), fewer than at stage 0 from the stage that shards them; the
            data-parallel bytes as counted.
+  bf16     --dtype bf16 (Part 16.2) on one rank, dp, tp x --sp x dp, cp --zigzag x dp, pp with
+           micro-batches, experts with ep, and tp with full recomputation: the same weights bit
+           for bit on a second run, float's to 1 % (not equal); every rank's parameters,
+           gradients and optimizer states 2 + 2 + 12 bytes a value and its activations as counted
+           (2 bytes a kept value, 4 a statistic), fewer than float's; every group's bytes as
+           counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -439,6 +445,53 @@ def zero():
                       % (where, l2, states["parameters"], states["gradients"], states["optimizer"]))
 
 
+def bf16():
+    """--dtype bf16 (Part 16.2), layout by layout: a second run gives the same weights bit for
+    bit; the weights are float's to 1 %, not equal; every rank's model states are 2 + 2 + 12
+    bytes a value, as counted, its activations as counted (2 bytes a kept value, 4 a statistic)
+    and fewer than float's; every group's bytes as counted (the model and the gradient sum
+    compute in float)."""
+    layouts = [(1, []), (2, ["--dp", "2"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+               (4, ["--cp", "2", "--zigzag", "--dp", "2"]),
+               (2, ["--pp", "2", "--microbatches", "4"]),
+               (4, ["--dp", "4", "--ep", "2", "--experts", "4", "--top_k", "2"]),
+               (2, ["--tp", "2", "--recompute", "full"])]
+    for ranks, flags in layouts:
+        common = TINY + flags + ["--batch_size", "8", "--steps", "3"]
+        f32 = report_of(ranks, common + ["--dtype", "float"], "float")
+        runs = [report_of(ranks, common + ["--dtype", "bf16"], "bf16") for _ in range(2)]
+        if f32 is None or None in runs:
+            continue
+        r = runs[0]
+        where = "--dtype bf16 %s (-n %d)" % (" ".join(flags), ranks)
+        problems = []
+        if runs[1]["weights_l2"] != r["weights_l2"]:
+            problems.append("weights_l2 %.17g, then %.17g" % (r["weights_l2"], runs[1]["weights_l2"]))
+        off = abs(r["weights_l2"] - f32["weights_l2"]) / f32["weights_l2"]
+        if not 0 < off < 1e-2:
+            problems.append("weights_l2 %.17g, float's %.17g: expected within 1 %%, not equal"
+                            % (r["weights_l2"], f32["weights_l2"]))
+        problems += model_states_match(r)
+        problems += bytes_match(r, ("tensor_parallel", "data_parallel"))
+        problems += bytes_match(r, ("context_parallel",), 0.02)
+        pipelined = r["layout"]["pp"] > 1 or r["layout"]["microbatches"] > 1
+        problems += pipeline_check(flags, r) if pipelined else \
+            activations_match(r) if r["model"]["experts"] == 0 else []
+        for rank, float_rank in zip(r["ranks"], f32["ranks"]):
+            if rank["peak_bytes"]["activations"] >= float_rank["peak_bytes"]["activations"]:
+                problems.append("rank %d keeps %d bytes of activations, float's %d"
+                                % (rank["rank"], rank["peak_bytes"]["activations"],
+                                   float_rank["peak_bytes"]["activations"]))
+        if problems:
+            fail("%s: %s" % (where, "; ".join(problems)))
+        else:
+            states = r["ranks"][0]["peak_bytes"]
+            print("ok: %s: the same weights twice, %.1e from float's; rank 0 holds %d + %d + %d "
+                  "bytes of model states and %d of activations (float: %d), as counted"
+                  % (where, off, states["parameters"], states["gradients"], states["optimizer"],
+                     states["activations"], f32["ranks"][0]["peak_bytes"]["activations"]))
+
+
 def traced_events(args):
     """The complete ("X") events of gpt_train's --trace of `args` on 2 ranks; None (a failure
     said) when it does not run."""
@@ -538,7 +591,13 @@ def cli():
     expect_error(2, TINY + ["--tp", "2", "--sp", "--bucket_mb", "1"], "--bucket_mb with --sp")
     expect_error(2, TINY + ["--dp", "2", "--experts", "2", "--bucket_mb", "1"],
                  "--bucket_mb with --experts")
-    expect_error(1, ["--dtype", "half"], "--dtype expects double or float, got 'half'")
+    expect_error(1, ["--dtype", "half"], "--dtype expects bf16, double or float, got 'half'")
+    expect_error(2, TINY + ["--dp", "2", "--dtype", "bf16", "--zero", "1"],
+                 "--dtype bf16 with --zero 1")
+    expect_error(2, TINY + ["--dp", "2", "--dtype", "bf16", "--bucket_mb", "1"],
+                 "--dtype bf16 with --bucket_mb")
+    expect_error(1, TINY + ["--dtype", "bf16", "--optimizer", "sgd"],
+                 "--dtype bf16 trains with --optimizer adam")
     expect_error(1, ["--lr", "-1"], "--lr expects a positive number, got '-1'")
     expect_error(1, TINY + ["--tp", "3"], "--tp 3 must divide the 4 heads")
     expect_error(1, TINY + ["--hidden", "128", "--heads", "128", "--tp", "128"],
@@ -758,7 +817,8 @@ def learns():
 
 try:
     {"layouts": layouts, "tensor": tensor, "context": context, "experts": experts,
-     "pipeline": pipeline, "buckets": buckets, "memory": memory, "zero": zero, "cli": cli,
+     "pipeline": pipeline, "buckets": buckets, "memory": memory, "zero": zero, "bf16": bf16,
+     "cli": cli,
      "blas": blas, "learns": learns}[MODE]()
 finally:
     shutil.rmtree(SCRATCH, ignore_errors=True)

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <vector>
 
@@ -19,6 +20,14 @@
 #include "dtk/gpt/matmul.hpp"
 
 namespace dtk::gpt {
+
+// The float a bf16 stands for, exactly: its 16 bits, then 16 zero bits.
+inline float bf16_value(std::uint16_t bits) {
+  const std::uint32_t wide = std::uint32_t(bits) << 16;
+  float x;
+  std::memcpy(&x, &wide, sizeof x);
+  return x;
+}
 
 // A matrix's values as bf16 bits, with its shape.
 struct PackedMatrix {

@@ -40,6 +40,7 @@
 #include "dtk/gpt/config.hpp"
 #include "dtk/gpt/corpus.hpp"
 #include "dtk/gpt/fully_sharded.hpp"
+#include "dtk/gpt/mixed_precision.hpp"
 #include "dtk/pipeline.hpp"
 #include "dtk/trace/timeline.hpp"
 
@@ -81,6 +82,10 @@ struct GptTrainOptions {
   // sharded over the ranks that sum each gradient; 2 the summed gradients too; 3 the parameters
   // too, gathered piece by piece while the model runs (fully_sharded.hpp).
   int zero_stage = 0;
+  // A bf16 run (a float model, Part 16.2): parameters, gradients and the activations kept held
+  // as bf16, the optimizer's master weights and moments in fp32 (mixed_precision.hpp,
+  // bf16_store.hpp). The same bits on every run of a layout, close to float's, not equal.
+  bool bf16 = false;
 };
 
 // Why these options cannot train on `ranks` ranks with this corpus, in one sentence naming the
@@ -183,6 +188,10 @@ struct GptParallelism {
   // 16.3: FSDP's blocks (ZeRO-3), the students' FullyShardedBlocks. Empty where gpt_train is
   // built without Part 16 (assignment 3's bundle): --zero 3 is then refused.
   MakeShardedBlocks<T> fully_sharded_blocks;
+  // 16.1 and 16.2: a bf16 run's rounding (to_bf16) and optimizer (MixedPrecisionAdam). Empty
+  // where gpt_train is built without Part 16: --dtype bf16 is then refused.
+  Bf16Rounding to_bf16;
+  MakeMixedPrecisionAdam mixed_precision_adam;
   // The model's communication on this grid (the grid outlives the model).
   std::function<GptCommunication<T>(GptGrid& grid)> communication;
 };
