@@ -195,13 +195,13 @@ ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt:
     return {(shards + largest) * e, shards * e, (adam ? 3 : 1) * shards * e};
   }
   for (const auto& [n, p] : segments(t, held)) {
-    if (t.bf16) {  // 2 + 2 + 12 bytes (mixed_precision.hpp), ZeRO stage 0
+    const double s = t.zero_stage > 0 ? shard(n, p) : n;
+    if (t.bf16) {  // 2 + 2 + 12 bytes a value (mixed_precision.hpp)
       count.parameters += 2 * n;
-      count.gradients += 2 * n;
-      count.optimizer += 12 * n;
+      count.gradients += 2 * (t.zero_stage == 2 ? s : n);
+      count.optimizer += 12 * s;
       continue;
     }
-    const double s = t.zero_stage > 0 ? shard(n, p) : n;
     count.parameters += n * e;
     count.gradients += (t.zero_stage == 2 ? s : n) * e;
     count.optimizer += adam ? 2 * s * e : 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include <mpi.h>
@@ -12,6 +13,23 @@
 namespace dtk::gpt {
 
 namespace {
+
+// Values [begin, begin + size) of `whole`, zeros past its end (Part 9.2's padding).
+Bf16Vector shard_of(const Bf16Vector& whole, std::size_t begin, std::size_t size) {
+  Bf16Vector shard(size, 0);
+  const std::size_t end = std::min(whole.size(), begin + size);
+  if (begin < end) std::copy(whole.begin() + begin, whole.begin() + end, shard.begin());
+  return shard;
+}
+
+// bits as values of T.
+template <class T>
+xt::xtensor<T, 1> widened(const std::uint16_t* bits, std::size_t count) {
+  xt::xtensor<T, 1> values = xt::xtensor<T, 1>::from_shape({count});
+  std::transform(bits, bits + count, values.begin(),
+                 [](std::uint16_t b) { return T(bf16_value(b)); });
+  return values;
+}
 
 // `count` values rounded to bf16 into `bits` (a double model's narrowed to float first).
 template <class T>
@@ -30,11 +48,20 @@ void round_into(const Bf16Rounding& round, const T* values, std::size_t count,
 template <class T>
 MixedPrecisionStates<T>::MixedPrecisionStates(std::vector<std::vector<Parameter<T>*>> pieces,
                                               GptGrid& g, Bf16Rounding round,
-                                              const MakeMixedPrecisionAdam& make_adam)
-    : pieces_(std::move(pieces)), round_(std::move(round)) {
+                                              const MakeMixedPrecisionAdam& make_adam,
+                                              int zero_stage, ZeroCollectives<T> zero)
+    : pieces_(std::move(pieces)),
+      round_(std::move(round)),
+      zero_stage_(zero_stage),
+      zero_(std::move(zero)) {
   if (!round_ || !make_adam) {
     throw std::invalid_argument(
         "MixedPrecisionStates: a bf16 run needs Part 16's to_bf16 and MixedPrecisionAdam");
+  }
+  if (zero_stage_ < 0 || zero_stage_ > 2 ||
+      (zero_stage_ > 0 && (!zero_.grad_shard || !zero_.gather_params))) {
+    throw std::invalid_argument("MixedPrecisionStates: ZeRO stage " + std::to_string(zero_stage_) +
+                                " (0, or 1 and 2 with Part 9's functions)");
   }
   const std::array<Communicator*, 3> comms = gradient_groups(g);
   groups_.resize(comms.size());
@@ -56,8 +83,15 @@ MixedPrecisionStates<T>::MixedPrecisionStates(std::vector<std::vector<Parameter<
     largest_piece_ = std::max(largest_piece_, piece_values);
   }
   for (Group& group : groups_) {
-    group.grads.assign(group.values.size(), 0);
-    if (!group.values.empty()) group.adam = make_adam(group.values);
+    group.numel = group.values.size();
+    group.grads.assign(group.numel, 0);
+    if (group.numel == 0) continue;
+    // Part 9.2's shard: s = ceil(n / p) values from r · s (zeros past n).
+    const std::size_t ranks = sharded(group) ? group.comm->Get_size() : 1,
+                      rank = sharded(group) ? group.comm->Get_rank() : 0;
+    group.shard_size = (group.numel + ranks - 1) / ranks;
+    group.shard_begin = rank * group.shard_size;
+    group.adam = make_adam(shard_of(group.values, group.shard_begin, group.shard_size));
   }
 }
 
@@ -97,25 +131,52 @@ void MixedPrecisionStates<T>::piece_ends(const std::vector<Parameter<T>*>& piece
 
 template <class T>
 void MixedPrecisionStates<T>::zero_grad() {
-  for (Group& group : groups_) std::fill(group.grads.begin(), group.grads.end(), 0);
+  for (Group& group : groups_) group.grads.assign(group.numel, 0);  // stage 2 freed them
 }
 
 template <class T>
 double MixedPrecisionStates<T>::step(double lr) {
   double seconds = 0;
   for (Group& group : groups_) {
-    if (group.values.empty()) continue;
-    if (group.comm) {  // summed in float, rounded once
-      const double begin = MPI_Wtime();
-      xt::xtensor<float, 1> sum = xt::xtensor<float, 1>::from_shape({group.grads.size()});
-      std::transform(group.grads.begin(), group.grads.end(), sum.begin(), bf16_value);
-      group.comm->Allreduce(sum, sum);
-      round_(sum.data(), sum.size(), group.grads.data());
-      seconds += MPI_Wtime() - begin;
-    }
-    group.adam(group.values, group.grads, float(lr));
+    if (group.numel == 0) continue;
+    const double begin = MPI_Wtime();
+    sum_and_step(group, float(lr));
+    seconds += MPI_Wtime() - begin;
   }
   return seconds;
+}
+
+template <class T>
+void MixedPrecisionStates<T>::sum_and_step(Group& group, float lr) {
+  if (!sharded(group)) {  // the whole group, summed in place in float and rounded once
+    if (group.comm) {
+      xt::xtensor<T, 1> sum = widened<T>(group.grads.data(), group.numel);
+      group.comm->Allreduce(sum, sum);
+      round_into(round_, sum.data(), sum.size(), group.grads.data());
+    }
+    group.adam(group.values, group.grads, lr);
+    return;
+  }
+  const xt::xtensor<T, 1> sum =
+      zero_.grad_shard(widened<T>(group.grads.data(), group.numel), *group.comm);
+  if (sum.size() != group.shard_size) {
+    throw std::runtime_error("ZeRO: the gradient's shard holds " + std::to_string(sum.size()) +
+                             " values, expected " + std::to_string(group.shard_size) +
+                             " (ceil(numel / p))");
+  }
+  Bf16Vector grads(group.shard_size);
+  round_into(round_, sum.data(), sum.size(), grads.data());
+  Bf16Vector values = shard_of(group.values, group.shard_begin, group.shard_size);
+  group.adam(values, grads, lr);
+  // Every rank's new shard, gathered in float: the same bf16 values back (exactly).
+  const xt::xtensor<T, 1> whole =
+      zero_.gather_params(widened<T>(values.data(), values.size()), group.numel, *group.comm);
+  if (whole.size() != group.numel) {
+    throw std::runtime_error("ZeRO: the gathered parameters hold " + std::to_string(whole.size()) +
+                             " values, expected " + std::to_string(group.numel) + " (numel)");
+  }
+  round_into(round_, whole.data(), whole.size(), group.values.data());
+  if (zero_stage_ == 2) group.grads = Bf16Vector();  // the whole gradients go back now
 }
 
 template <class T>
@@ -131,15 +192,21 @@ void MixedPrecisionStates<T>::release_all() {
 template <class T>
 typename ModelStates<T>::Bytes MixedPrecisionStates<T>::bytes() const {
   typename ModelStates<T>::Bytes b;
-  std::size_t largest_group = 0;
+  std::size_t sum_buffers = 0;  // of the largest group, in values of T
   for (const Group& group : groups_) {
-    b.parameters += group.values.size() * sizeof(std::uint16_t);
-    b.gradients += group.grads.size() * sizeof(std::uint16_t);
-    // MixedPrecisionAdam's master copy and its Adam<float>'s two moments.
-    b.optimizer += 3 * group.values.size() * sizeof(float);
-    if (group.comm) largest_group = std::max(largest_group, group.grads.size());
+    const bool gradient_shard = zero_stage_ == 2 && sharded(group);
+    b.parameters += group.numel * sizeof(std::uint16_t);
+    b.gradients += (gradient_shard ? group.shard_size : group.numel) * sizeof(std::uint16_t);
+    // MixedPrecisionAdam's master copy and its Adam<float>'s two moments, of the shard.
+    b.optimizer += 3 * group.shard_size * sizeof(float);
+    if (gradient_shard) b.transient += group.numel * sizeof(std::uint16_t);
+    // The whole gradients widened; sharded, the shard's sum and the values gathered too.
+    if (group.comm) {
+      sum_buffers =
+          std::max(sum_buffers, sharded(group) ? 2 * group.numel + group.shard_size : group.numel);
+    }
   }
-  b.transient = 2 * largest_piece_ * sizeof(T) + largest_group * sizeof(float);
+  b.transient += (2 * largest_piece_ + sum_buffers) * sizeof(T);
   return b;
 }
 

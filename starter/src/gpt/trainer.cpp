@@ -230,10 +230,9 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
   if (o.zero_stage < 0 || o.zero_stage > 3) {
     return "--zero " + text(o.zero_stage) + ": the stages are 0 to 3";
   }
-  if (o.bf16 && o.zero_stage > 0) {
-    return "--dtype bf16 with --zero " + text(o.zero_stage) +
-           ": a bf16 run keeps its model states whole on every rank (ZeRO stage 0) in this "
-           "version of gpt_train";
+  if (o.bf16 && o.zero_stage == 3) {
+    return "--dtype bf16 with --zero 3: a bf16 run shards its optimizer (--zero 1) and its "
+           "gradients (--zero 2), not yet its parameters";
   }
   if (o.bf16 && o.bucket_mb > 0) {
     return "--dtype bf16 with --bucket_mb: a bf16 run sums its gradients after the backward; use "
@@ -492,8 +491,9 @@ class GptRun {
       for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
     }
     if (o.bf16) {
-      mixed_ = std::make_unique<MixedPrecisionStates<T>>(pieces, g_, parallelism.to_bf16,
-                                                         parallelism.mixed_precision_adam);
+      mixed_ = std::make_unique<MixedPrecisionStates<T>>(
+          pieces, g_, parallelism.to_bf16, parallelism.mixed_precision_adam, o.zero_stage,
+          zero_collectives(o.zero_stage, parallelism));
     } else if (o.zero_stage == 3) {
       sharded_ = std::make_unique<FullyShardedStates<T>>(pieces, g_, update,
                                                          parallelism.fully_sharded_blocks);

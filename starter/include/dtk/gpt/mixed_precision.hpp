@@ -10,7 +10,10 @@
 //   - the step sums each gradient group's bf16 gradients over the group's ranks in float (the
 //     groups of model_states.hpp), rounds the sum to bf16 and hands it to the group's
 //     MixedPrecisionAdam, which writes the new bf16 parameters.
-// ZeRO stage 0: every rank keeps all of it. The activations are the model's (bf16_store.hpp).
+// ZeRO stages 1 and 2 (Part 9 again, in bf16): each group's gradients are reduce-scattered in
+// float instead, and each rank keeps the optimizer (at stage 2 the summed gradients too) of its
+// shard only, steps it, and gathers every rank's new bf16 shard back. The activations are the
+// model's (bf16_store.hpp).
 #pragma once
 
 #include <cstddef>
@@ -39,9 +42,11 @@ template <class T>
 class MixedPrecisionStates {
  public:
   // The pieces of this rank's chunks (Gpt::pieces(), chunk after chunk), their float values as
-  // the model made them: rounded to bf16, then the floats freed. `round` is 16.1's to_bf16.
+  // the model made them: rounded to bf16, then the floats freed. `round` is 16.1's to_bf16;
+  // ZeRO stages 1 and 2 need `zero`'s functions.
   MixedPrecisionStates(std::vector<std::vector<Parameter<T>*>> pieces, GptGrid& g,
-                       Bf16Rounding round, const MakeMixedPrecisionAdam& make_adam);
+                       Bf16Rounding round, const MakeMixedPrecisionAdam& make_adam,
+                       int zero_stage = 0, ZeroCollectives<T> zero = {});
   MixedPrecisionStates(const MixedPrecisionStates&) = delete;
   MixedPrecisionStates& operator=(const MixedPrecisionStates&) = delete;
 
@@ -58,16 +63,23 @@ class MixedPrecisionStates {
   void unpack_all();
   void release_all();
 
-  // parameters and gradients: 2 bytes a value; optimizer: the master copy and Adam's moments, 12;
-  // transient: the largest piece in float (values and gradients) and the largest group's sum.
+  // parameters and gradients: 2 bytes a value (at stage 2, the gradients' shard); optimizer: the
+  // master copy and Adam's moments, 12 (at stages 1 and 2, of the shard); transient: the largest
+  // piece in float (values and gradients), and the largest group's float buffers of the sum
+  // (and at stage 2 its whole bf16 gradients, from the backward to the sum).
   typename ModelStates<T>::Bytes bytes() const;
 
  private:
   struct Group {
     Communicator* comm = nullptr;  // nullptr: nobody else holds these tensors
-    Bf16Vector values, grads;
-    MixedPrecisionStep adam;
+    Bf16Vector values, grads;      // whole: at stage 2 grads lives from zero_grad to the sum
+    std::size_t numel = 0;
+    std::size_t shard_begin = 0, shard_size = 0;  // Part 9.2's; the whole group unsharded
+    MixedPrecisionStep adam;                      // of the shard
   };
+  bool sharded(const Group& group) const { return zero_stage_ > 0 && group.comm; }
+  // The group's gradients summed (its shard, sharded), rounded, into the optimizer's step.
+  void sum_and_step(Group& group, float lr);
   struct Place {
     int group;
     std::size_t offset;  // in the group's vectors
@@ -80,6 +92,8 @@ class MixedPrecisionStates {
   std::map<const Parameter<T>*, Place> place_;
   std::vector<Group> groups_;
   Bf16Rounding round_;
+  int zero_stage_;
+  ZeroCollectives<T> zero_;
   std::size_t largest_piece_ = 0;  // values
 };
 
