@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes figs/gpt_memory.svg: the memory of one of 4 data-parallel ranks training gpt_train's
 default GPT, by category (parameters, gradients, Adam's states, activations, the step's other
-buffers), at each ZeRO stage gpt_train runs (--zero 0 to 3) with each recomputation (--recompute
-none, selective, full): measured (the bars: --report's peak_bytes of rank 0), and the model states
-counted from the shape (the dashed mark: Part 9.1's terms, ZeRO's shards ceil(n / p)). Every bar
+buffers), in float at each ZeRO stage gpt_train runs (--zero 0 to 3) and in bf16 at those it runs
+in bf16 (0 to 2), with each recomputation (--recompute none, selective, full): measured (the
+bars: --report's peak_bytes of rank 0), and the model states counted from the shape (the dashed
+mark: Part 9.1's terms, 2 + 2 + 12 bytes a value in bf16, ZeRO's shards ceil(n / p)). Every bar
 is a run: rerun this script when the trainer changes.
 
 usage: scripts/make-gpt-memory-figure.py [BUILD_DIR] [OUTPUT]
@@ -29,28 +30,30 @@ STATES = ("parameters", "gradients", "optimizer")
 MIB = 1 << 20
 
 
-def measure(zero, recompute, scratch):
-    report = os.path.join(scratch, "zero%d-%s.json" % (zero, recompute))
-    subprocess.run(MPIRUN + [os.path.join(BUILD, "gpt_train"), "--dp", str(DP), "--zero",
-                             str(zero), "--recompute", recompute, "--steps", str(STEPS),
+def measure(dtype, zero, recompute, scratch):
+    report = os.path.join(scratch, "%s-zero%d-%s.json" % (dtype, zero, recompute))
+    subprocess.run(MPIRUN + [os.path.join(BUILD, "gpt_train"), "--dp", str(DP), "--dtype", dtype,
+                             "--zero", str(zero), "--recompute", recompute, "--steps", str(STEPS),
                              "--report", report], check=True, stdout=subprocess.DEVNULL)
     with open(report) as f:
         return json.load(f)
 
 
 def figure(runs):
-    left, top, row, width = 250, 130, 46, 1100
+    left, top, row, width = 300, 130, 46, 1150
     right = width - 130
-    widest = max(sum(r["ranks"][0]["peak_bytes"][c] for c, _ in CATEGORIES) for _, _, r in runs)
+    widest = max(sum(r["ranks"][0]["peak_bytes"][c] for c, _ in CATEGORIES)
+                 for _, _, _, r in runs)
     scale = (right - left) / widest
-    model = runs[0][2]["model"]
+    model = runs[0][3]["model"]
     height = top + row * len(runs) + 30
     out = svg_opening(width, height, "Memory per rank by category: gpt_train's GPT on %d "
-                      "data-parallel ranks, float, Adam" % DP,
-                      ["gpt_train --dp %d --zero Z --recompute R --steps %d --report: rank 0's "
-                       "peak_bytes (%d layers, h %d, context %d, batch %d; %.2f M parameters)"
-                       % (DP, STEPS, model["layers"], model["hidden"], model["seq_len"],
-                          runs[0][2]["batch_size"], model["parameters"] / 1e6),
+                      "data-parallel ranks, float and bf16, Adam" % DP,
+                      ["gpt_train --dp %d --dtype D --zero Z --recompute R --steps %d --report: "
+                       "rank 0's peak_bytes (%d layers, h %d, context %d, batch %d; %.2f M "
+                       "parameters)" % (DP, STEPS, model["layers"], model["hidden"],
+                                        model["seq_len"], runs[0][3]["batch_size"],
+                                        model["parameters"] / 1e6),
                        "Bars measured; the dashed mark: the model states counted from the shape "
                        "(Part 9.1's terms, ZeRO's shards ceil(n / p))"])
     x = 150
@@ -58,11 +61,11 @@ def figure(runs):
         out.append('  <rect x="%d" y="84" width="14" height="14" fill="%s"/><text x="%d" y="96">'
                    '%s</text>' % (x, colour, x + 20, name))
         x += 150
-    for i, (zero, recompute, r) in enumerate(runs):
+    for i, (dtype, zero, recompute, r) in enumerate(runs):
         y = top + i * row
         peak = r["ranks"][0]["peak_bytes"]
-        out.append('  <text x="%d" y="%d" text-anchor="end">ZeRO %d, recompute %s</text>'
-                   % (left - 10, y + 20, zero, recompute))
+        out.append('  <text x="%d" y="%d" text-anchor="end">%s, ZeRO %d, recompute %s</text>'
+                   % (left - 10, y + 20, dtype, zero, recompute))
         x = left
         for name, colour in CATEGORIES:
             w = peak[name] * scale
@@ -79,6 +82,7 @@ def figure(runs):
 
 
 with tempfile.TemporaryDirectory() as scratch:
-    runs = [(zero, recompute, measure(zero, recompute, scratch))
-            for zero in (0, 1, 2, 3) for recompute in ("none", "selective", "full")]
+    runs = [(dtype, zero, recompute, measure(dtype, zero, recompute, scratch))
+            for dtype, stages in (("float", (0, 1, 2, 3)), ("bf16", (0, 1, 2)))
+            for zero in stages for recompute in ("none", "selective", "full")]
 write_svg(OUTPUT, figure(runs))
