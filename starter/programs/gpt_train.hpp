@@ -83,7 +83,7 @@ double micro_batch_stream_rows(const gpt::GptTrainOptions& t);
 double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_idx, std::size_t e);
 
 // Bytes of activations one block keeps on one rank: this model's count (values of e bytes; a bf16
-// run's 2 bytes, its statistics 4) and
+// run's 2 bytes, its statistics and the residual stream 4) and
 // Korthikanti et al.'s for the same shape (16-bit, with dropout and the attention's scores).
 struct ActivationCounts {
   double model, korthikanti;

@@ -133,14 +133,16 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
   // attention and of the MLP; with full recomputation, the block's input alone.
   const bool selective = t.recompute == gpt::Recompute::Selective;
   const bool full = t.recompute == gpt::Recompute::Full;
-  // Of those, the statistics (each LayerNorm's 1/σ and the attention's log-sum-exp), which a
-  // bf16 run keeps in float, its other values in 2 bytes (bf16_store.hpp).
-  const double statistics = full ? 0 : 2 * stream + N * a / p;
+  // Of those, what a bf16 run keeps in float (bf16_store.hpp), its other values in 2 bytes: the
+  // statistics (each LayerNorm's 1/σ and the attention's log-sum-exp), or with full
+  // recomputation the block's input (the residual stream).
+  const double statistics = 2 * stream + N * a / p;
   const double values = full ? stream * h
                              : 2 * (2 * stream * h) + 4 * N * h / p + statistics +
                                    (selective ? 0 : 8 * N * h / p) +
                                    (t.sequence_parallel ? 2 * N * h : 0);
-  const double bytes = t.bf16 ? 2 * (values - statistics) + sizeof(float) * statistics : values * e;
+  const double in_float = full ? values : statistics;
+  const double bytes = t.bf16 ? 2 * (values - in_float) + sizeof(float) * in_float : values * e;
   // Korthikanti et al.'s count (2022, eq. 5 divided by t; eq. 6 and section 5 for
   // recomputation): 16-bit values, dropout masks, the a · s² scores kept: s · b · h · (34 +
   // 5 a s / h) / tp bytes with sequence parallelism (the LayerNorms' and dropouts' 10 s b h not

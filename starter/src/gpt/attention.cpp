@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
@@ -47,6 +48,7 @@ CausalSelfAttention<T>::CausalSelfAttention(const std::string& prefix, const Gpt
                            layout.qkv_columns.begin() + layout.qkv_columns.size() / 3))),
       proj_bias(whole<T>(prefix + ".proj.bias", constant(1, config.hidden, 0.0))),
       comm_(comm),
+      keep_bf16_(layout.keep_bf16),
       heads_(layout.local_heads(config)),
       local_width_(layout.qkv_columns.size() / 3) {}
 
@@ -67,8 +69,10 @@ const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
     gemm<T>(false, false, rows, width, h, T(1), in.data(), h, qkv_weight.value.data() + p * width,
             3 * width, T(0), parts[p]->data(), width);
     add_bias(*parts[p], qkv_bias.value.data() + p * width);
+    round_in_place(*parts[p], keep_bf16_);
   }
   s.attention = comm_.attention_forward(s.q, s.k, s.v, s.positions, s.batch, heads_);
+  round_in_place(s.attention.out, keep_bf16_);
   matmul(s.attention.out, proj_weight.value, partial_);
   y_ = communicate(comm_.exit_forward, partial_, exited_);  // g
   add_row(y_, proj_bias.value);

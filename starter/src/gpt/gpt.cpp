@@ -38,7 +38,7 @@ Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed
     blocks_.emplace_back(l, config_, layout_, init, comm_);
   }
   if (layout.holds_head(config)) {
-    final_norm_.emplace("ln_f", config.hidden, config.layer_norm_eps);
+    final_norm_.emplace("ln_f", config.hidden, config.layer_norm_eps, layout.keep_bf16);
     lm_head_.emplace(column_slice<T>(
         "lm_head.weight", init.normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
         layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config)));
@@ -112,11 +112,10 @@ GptLoss Gpt<T>::run_forward(const GptBatch& batch, const Matrix<T>* stream, int 
   const bool keep_inputs_only = layout_.recompute == Recompute::Full;
   if (keep_inputs_only) s.block_inputs.resize(blocks_.size());
   const bool bf16 = bool(layout_.keep_bf16);
-  if (keep_inputs_only && bf16) s.packed_inputs.resize(blocks_.size());
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     // A copy: x is the buffer the block before (or the stage before) writes its next output to.
+    // (The residual stream, kept in float by a bf16 run too: bf16_store.hpp.)
     if (keep_inputs_only) s.block_inputs[l] = *x;
-    if (keep_inputs_only && bf16) pack_block_input(s, l);
     piece_starts(block_piece(l), false);
     x = &blocks_[l].forward(*x, batch, slot);
     piece_ends(block_piece(l), false);
@@ -165,18 +164,6 @@ void Gpt<T>::unpack_head(Saved& s, int slot) {
 }
 
 template <class T>
-void Gpt<T>::pack_block_input(Saved& s, std::size_t block) {
-  if constexpr (std::is_same_v<T, float>) {
-    s.packed_inputs[block] = pack(s.block_inputs[block], layout_.keep_bf16);
-  }
-}
-
-template <class T>
-void Gpt<T>::unpack_block_input(Saved& s, std::size_t block) {
-  if constexpr (std::is_same_v<T, float>) unpack(s.packed_inputs[block], s.block_inputs[block]);
-}
-
-template <class T>
 std::size_t Gpt<T>::block_piece(std::size_t block) const {
   return (embedding_ ? 1 : 0) + block;
 }
@@ -216,8 +203,7 @@ template <class T>
 std::size_t Gpt<T>::first_block_activation_bytes() const {
   if (blocks_.empty()) return 0;
   return blocks_.front().activation_bytes() + saved_.total([](const Saved& s) {
-    return (s.block_inputs.empty() ? 0 : bytes_of(s.block_inputs[0])) +
-           (s.packed_inputs.empty() ? 0 : bytes_of(s.packed_inputs[0].bits));
+    return s.block_inputs.empty() ? 0 : bytes_of(s.block_inputs[0]);
   });
 }
 
@@ -272,7 +258,6 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     Block<T>& block = blocks_[l];
     piece_starts(block_piece(l), true);
     if (recompute) {  // the forward again, from the input kept: the same values as the first
-      if (bf16) unpack_block_input(s, l);
       block.forward(s.block_inputs[l], *s.batch, slot);
       recomputed_peak_ = std::max(recomputed_peak_, block.activation_bytes());
     } else if (bf16) {
@@ -282,7 +267,6 @@ void Gpt<T>::run_backward(const Matrix<T>* stream_grad, int slot) {
     piece_ends(block_piece(l), true);
     if (recompute) {
       block.release(slot);
-      if (bf16) s.block_inputs[l] = Matrix<T>();
     } else if (bf16) {
       block.drop(slot);
     }
@@ -326,7 +310,6 @@ std::size_t Gpt<T>::activation_bytes() const {
   std::size_t total = saved_.total([entered](const Saved& s) {
     std::size_t bytes = (entered ? bytes_of(s.head_entered) : 0) + bytes_of(s.loss.logits_grad);
     for (const Matrix<T>& input : s.block_inputs) bytes += bytes_of(input);
-    for (const PackedMatrix& input : s.packed_inputs) bytes += bytes_of(input.bits);
     return bytes;
   });
   total += head_packed_.bytes();

@@ -4,15 +4,17 @@
 
 #include "dtk/gpt/parallel.hpp"
 
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
 
 template <class T>
-LayerNorm<T>::LayerNorm(const std::string& name, int width, double eps)
+LayerNorm<T>::LayerNorm(const std::string& name, int width, double eps, Bf16Rounding keep_bf16)
     : weight(whole<T>(name + ".weight", constant(1, width, 1.0))),
       bias(whole<T>(name + ".bias", constant(1, width, 0.0))),
-      eps_(static_cast<T>(eps)) {}
+      eps_(static_cast<T>(eps)),
+      keep_bf16_(std::move(keep_bf16)) {}
 
 template <class T>
 const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x, int slot) {
@@ -42,6 +44,8 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x, int slot) {
       }
     }
   });
+  round_in_place(s.normalized, keep_bf16_);
+  round_in_place(s.y, keep_bf16_);
   return s.y;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
@@ -17,7 +18,8 @@ MixtureOfExperts<T>::MixtureOfExperts(const std::string& prefix, const GptConfig
       comm_(comm),
       num_experts_(config.experts),
       top_k_(config.top_k),
-      aux_coef_(config.aux_loss_coef) {
+      aux_coef_(config.aux_loss_coef),
+      keep_bf16_(layout.keep_bf16) {
   experts_.reserve(layout.expert_end - layout.expert_begin);
   for (int e = layout.expert_begin; e < layout.expert_end; ++e) {
     experts_.emplace_back(prefix + ".experts." + std::to_string(e), config, layout, init);
@@ -100,6 +102,7 @@ const Matrix<T>& MixtureOfExperts<T>::forward(const Matrix<T>& x, double routed_
   // The experts' outputs back, one row per (token, choice): gates of 1, (N · k, 1).
   const std::size_t n = x.shape(0), k = top_k_, width = x.shape(1);
   s.choice_out = comm_.moe_combine(expert_out_, s.plan, xt::ones<T>({n * k, std::size_t(1)}));
+  round_in_place(s.choice_out, keep_bf16_);
   ensure_shape(y_, n, width);
   y_.fill(T(0));
   for (std::size_t i = 0; i < n; ++i) {

@@ -5,6 +5,7 @@
 
 #include "dtk/gpt/parallel.hpp"
 
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 
 namespace dtk::gpt {
@@ -62,16 +63,16 @@ void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& gra
 template <class T>
 Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
             const InitialWeights& init, const GptCommunication<T>& comm)
-    : Mlp(prefix, config, init,
+    : Mlp(prefix, config, layout, init,
           index_range(layout.mlp_begin(config),
                       layout.mlp_begin(config) + layout.local_mlp_width(config)),
-          Sharing::TensorParallel, &comm, layout.recompute == Recompute::Selective) {}
+          Sharing::TensorParallel, &comm) {}
 
 template <class T>
 Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
             const InitialWeights& init)
-    : Mlp(prefix, config, init, index_range(0, 4 * config.hidden), Sharing::Expert, nullptr,
-          layout.recompute == Recompute::Selective) {}
+    : Mlp(prefix, config, layout, init, index_range(0, 4 * config.hidden), Sharing::Expert,
+          nullptr) {}
 
 namespace {
 
@@ -84,9 +85,9 @@ Parameter<T> shared_as(Parameter<T> p, Sharing sharing) {
 }  // namespace
 
 template <class T>
-Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
-            const std::vector<int>& hidden_columns, Sharing sharing,
-            const GptCommunication<T>* comm, bool recompute_hidden)
+Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+            const InitialWeights& init, const std::vector<int>& hidden_columns, Sharing sharing,
+            const GptCommunication<T>* comm)
     : comm_(comm),
       fc1_(shared_as(column_slice<T>(prefix + ".fc1.weight",
                                      init.normal(prefix + ".fc1.weight", config.hidden,
@@ -104,13 +105,16 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const InitialWei
                      sharing)),
       fc2_bias_(whole<T>(prefix + ".fc2.bias", constant(1, config.hidden, 0.0),
                          sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)),
-      recompute_hidden_(recompute_hidden) {}
+      recompute_hidden_(layout.recompute == Recompute::Selective),
+      keep_bf16_(layout.keep_bf16) {}
 
 template <class T>
 void Mlp<T>::hidden_activation(const Matrix<T>& input, Matrix<T>& pre_activation,
                                Matrix<T>& hidden) {
   fc1_.forward(input, pre_activation);
+  round_in_place(pre_activation, keep_bf16_);
   gelu(pre_activation, hidden);
+  round_in_place(hidden, keep_bf16_);
 }
 
 template <class T>

@@ -32,10 +32,10 @@
            ceil(n / p)-element chunks), in float as in double (the buckets sum in double);
            its --trace shows the rings' Isends, made between the backward's first and last
            moments, and none without --bucket_mb.
-  memory   Part 16's recomputation (--recompute selective, full) on one rank (double and float),
-           tp, tp x --sp x dp, cp --zigzag x tp --sp, pp with micro-batches, interleaved, and
-           experts with ep: the weights, losses and experts' rows of the run without it, bit for
-           bit; a block's activations (full: its input alone), every group's bytes and the
+  memory   Part 16's recomputation (--recompute selective, full) on one rank (double, float and
+           bf16), tp, tp x --sp x dp, cp --zigzag x tp --sp, pp with micro-batches, interleaved,
+           and experts with ep (double and bf16): the weights, losses and experts' rows of the
+           run without it, bit for bit; a block's activations (full: its input alone), every group's bytes and the
            pipeline's in flight as counted, the FLOPs computed again reported.
   zero     ZeRO on the GPT (--zero 1, 2 on Part 9, 3 on Part 16.3): dp 4 and 3 (shards with
            padding), tp x --sp x dp, cp x dp with full recomputation, pp x dp with micro-batches
@@ -328,7 +328,7 @@ def memory():
                (2, ["--pp", "2", "--microbatches", "4"]), (2, ["--pp", "2"] + interleaved),
                (4, ["--dp", "4", "--ep", "2", "--experts", "4", "--top_k", "2"])]
     for ranks, flags in layouts:
-        for dtype in ("double", "float") if ranks == 1 else ("double",):
+        for dtype in ("double", "float", "bf16") if ranks == 1 else ("double", "bf16"):
             common = TINY + flags + ["--batch_size", "8", "--steps", "3", "--dtype", dtype]
             reports = {mode: report_of(ranks, common + ["--recompute", mode], "recompute")
                        for mode in ("none", "selective", "full")}
@@ -359,7 +359,9 @@ def memory():
                 else:
                     print("ok: %s: the same weights bit for bit; a block keeps %d bytes; %.3g "
                           "FLOPs per step again" % (where, kept[mode][0], again))
-            problems = full_recomputation_peak(reports["none"], reports["full"])
+            # (In bf16 the block recomputed is float, the blocks kept bf16: no such identity.)
+            problems = [] if dtype == "bf16" else full_recomputation_peak(reports["none"],
+                                                                          reports["full"])
             if problems:
                 fail("--recompute full %s %s: %s" % (" ".join(flags), dtype, "; ".join(problems)))
             if not (kept["full"][0] < kept["selective"][0] < kept["none"][0]

@@ -60,6 +60,7 @@ class CausalSelfAttention {
 
  private:
   const GptCommunication<T>& comm_;
+  Bf16Rounding keep_bf16_;   // a bf16 run's: q, k, v and out rounded as they are made
   int heads_;                // this rank's
   std::size_t local_width_;  // h/tp: columns of q, k, v and out
   struct Saved {

@@ -4,10 +4,13 @@
 // one block at a time. The rounding is Part 16.1's to_bf16, which gpt_train binds: a student's
 // rounding is the one their run keeps. Going back is exact (a bf16 is a float with 16 zero bits).
 //
-// What stays in float: the layers' per-row statistics (LayerNorm's 1/σ, the attention's
-// log-sum-exp, small beside the rest), the router's probabilities and gates, and the block a
-// forward or backward is computing. The forward goes on with the values it computed; the
-// backward reads them rounded to bf16.
+// Each layer rounds a matrix it keeps as soon as it has made it (round_in_place), before anything
+// reads it: the forward goes on with the values the backward will read, as it would on bf16
+// tensors, and a forward computed again (recomputation) makes the same ones. Packing them is
+// then exact. What stays in float: the residual stream (a block's input and output, as
+// Megatron's fp32 residual connection keeps it: full recomputation keeps it so), the layers'
+// per-row statistics (LayerNorm's 1/σ, the attention's log-sum-exp, small beside the rest), the
+// router's probabilities and gates, and the block a forward or backward is computing.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +37,11 @@ struct PackedMatrix {
   std::vector<std::uint16_t> bits;
   std::size_t rows = 0, cols = 0;
 };
+
+// A bf16 run (`round` given): m's values rounded to bf16, in place. A float model's only: a
+// double model has no bf16 run (Gpt refuses one).
+template <class T>
+void round_in_place(Matrix<T>& m, const Bf16Rounding& round);
 
 // m as bf16; m is freed.
 PackedMatrix pack(Matrix<float>& m, const Bf16Rounding& round);

@@ -158,19 +158,16 @@ class Gpt {
 
   struct Saved {
     const GptBatch* batch = nullptr;
-    const Matrix<T>* head_input = nullptr;    // f(ln_f(x)): ln_f's output or head_entered
-    Matrix<T> head_entered;                   // f(ln_f(x)) when f communicates
-    VocabParallelLoss<T> loss;                // its logits_grad, of the mean over the rows
-    std::vector<Matrix<T>> block_inputs;      // Recompute::Full: each block's input (rows, h)
-    std::vector<PackedMatrix> packed_inputs;  // a bf16 run's block_inputs, as bf16
+    const Matrix<T>* head_input = nullptr;  // f(ln_f(x)): ln_f's output or head_entered
+    Matrix<T> head_entered;                 // f(ln_f(x)) when f communicates
+    VocabParallelLoss<T> loss;              // its logits_grad, of the mean over the rows
+    std::vector<Matrix<T>> block_inputs;    // Recompute::Full: each block's input (rows, h)
   };
   // A bf16 run (bf16_store.hpp): what the head keeps (ln_f's, f(ln_f(x)) when f made it, the
-  // loss's logits_grad), and Recompute::Full's block inputs, held as bf16 between the passes.
+  // loss's logits_grad), held as bf16 between the passes.
   std::vector<Matrix<T>*> head_kept(Saved& s, int slot);
   void pack_head(Saved& s, int slot);
   void unpack_head(Saved& s, int slot);
-  void pack_block_input(Saved& s, std::size_t block);
-  void unpack_block_input(Saved& s, std::size_t block);
   Slots<Saved> saved_;
   PackedSlots head_packed_;  // a bf16 run's: head_kept of each slot
   Matrix<T> logits_, logits_grad_, head_input_grad_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dtk/gpt/config.hpp"  // Bf16Rounding
 #include "dtk/gpt/parameter.hpp"
 #include "dtk/gpt/slots.hpp"
 
@@ -18,8 +19,9 @@ namespace dtk::gpt {
 template <class T>
 class LayerNorm {
  public:
-  // weight starts at 1, bias at 0 (PyTorch's nn.LayerNorm).
-  LayerNorm(const std::string& name, int width, double eps);
+  // weight starts at 1, bias at 0 (PyTorch's nn.LayerNorm). keep_bf16: a bf16 run's rounding of
+  // x̂ and y (bf16_store.hpp).
+  LayerNorm(const std::string& name, int width, double eps, Bf16Rounding keep_bf16 = {});
 
   // x (N, h) → y (N, h). Keeps x̂, 1 / √(var + eps) of each row and y in slot `slot` (slots.hpp)
   // for backward: y because the product after it reads it again.
@@ -50,6 +52,7 @@ class LayerNorm {
     Matrix<T> y;           // (N, h)
   };
   T eps_;
+  Bf16Rounding keep_bf16_;
   Slots<Saved> saved_;
   Matrix<T> dx_;
 };

@@ -92,6 +92,7 @@ class MixtureOfExperts {
   const GptCommunication<T>& comm_;
   int num_experts_, top_k_;
   double aux_coef_;
+  Bf16Rounding keep_bf16_;       // a bf16 run's: choice_out rounded as it is made
   std::vector<Mlp<T>> experts_;  // this rank's, [expert_begin, expert_end)
 
   Slots<Saved> saved_;

@@ -54,10 +54,10 @@ class Mlp {
   std::size_t recomputed_bytes() const { return recomputed_peak_; }
 
  private:
-  Mlp(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
-      const std::vector<int>& hidden_columns, Sharing sharing, const GptCommunication<T>* comm,
-      bool recompute_hidden);
-  // pre_activation = input · W1 + b1, hidden = GELU(pre_activation)
+  Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
+      const InitialWeights& init, const std::vector<int>& hidden_columns, Sharing sharing,
+      const GptCommunication<T>* comm);
+  // pre_activation = input · W1 + b1, hidden = GELU(pre_activation) (a bf16 run rounds each)
   void hidden_activation(const Matrix<T>& input, Matrix<T>& pre_activation, Matrix<T>& hidden);
   void release_recomputed();  // frees the recomputed buffers, noting their size
 
@@ -72,6 +72,7 @@ class Mlp {
   Parameter<T> fc2_bias_;
   Slots<Saved> saved_;
   bool recompute_hidden_;
+  Bf16Rounding keep_bf16_;
   // Selective: the forward's x · W1 + b1 and GELU, not kept; the backward's, freed after it.
   Matrix<T> recomputed_pre_activation_, recomputed_hidden_;
   std::size_t recomputed_peak_ = 0;
