@@ -807,8 +807,8 @@ class GptRun {
 
   void measure_memory_and_bytes() {
     for (const Parameter<T>* p : chunk_parameters()) {  // an expert is held whole
-      if (p->sharing == Sharing::Expert)
-        measured_.expert_parameters += p->full_rows * p->full_cols * sizeof(T);
+      if (p->sharing == Sharing::Expert)                // (a bf16 run holds 2 bytes a value)
+        measured_.expert_parameters += p->full_rows * p->full_cols * (o_.bf16 ? 2 : sizeof(T));
     }
     const typename ModelStates<T>::Bytes states = sharded_ ? sharded_->bytes()
                                                   : mixed_ ? mixed_->bytes()

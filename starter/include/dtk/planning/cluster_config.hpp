@@ -25,7 +25,8 @@ struct ClusterConfig {
   // default 0.75 · peak_tflops, what large bf16 GEMMs reach on recent GPUs), the latency of
   // one message (the α of Part 7's α–β model) within a node and between nodes ("intra_node_us",
   // default 5 µs; "inter_node_us", default 10 µs), and the bytes of one number of the
-  // activations, gradients and messages ("value_bytes": 2, bf16; 4 for fp32, as gpt_train).
+  // activations, gradients and messages ("value_bytes": 2, bf16; 4 for fp32, gpt_train's
+  // default: its --dtype bf16 keeps 2-byte activations and gradients but sends floats).
   double gemm_tflops = 0;  // 0: the default, 0.75 · peak_tflops
   // The rate a mixture of experts' expert MLPs run at ("expert_gemm_tflops", default
   // gemm_tflops): smaller matrices, one per expert, and the tokens gathered to them and back.
