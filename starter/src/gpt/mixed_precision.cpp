@@ -22,12 +22,16 @@ Bf16Vector shard_of(const Bf16Vector& whole, std::size_t begin, std::size_t size
   return shard;
 }
 
-// bits as values of T.
+// `count` bf16 bits as values of T, into `values`.
+template <class T>
+void widen_into(const std::uint16_t* bits, std::size_t count, T* values) {
+  std::transform(bits, bits + count, values, [](std::uint16_t b) { return T(bf16_value(b)); });
+}
+
 template <class T>
 xt::xtensor<T, 1> widened(const std::uint16_t* bits, std::size_t count) {
   xt::xtensor<T, 1> values = xt::xtensor<T, 1>::from_shape({count});
-  std::transform(bits, bits + count, values.begin(),
-                 [](std::uint16_t b) { return T(bf16_value(b)); });
+  widen_into(bits, count, values.data());
   return values;
 }
 
@@ -108,10 +112,8 @@ template <class T>
 void MixedPrecisionStates<T>::piece_starts(const std::vector<Parameter<T>*>& piece, bool backward) {
   for (Parameter<T>* p : pieces_[piece_index(piece)]) {
     const Place& at = place_.at(p);
-    const std::uint16_t* bits = groups_[at.group].values.data() + at.offset;
     p->value = Matrix<T>::from_shape({at.rows, at.cols});
-    std::transform(bits, bits + p->value.size(), p->value.begin(),
-                   [](std::uint16_t b) { return T(bf16_value(b)); });
+    widen_into(groups_[at.group].values.data() + at.offset, p->value.size(), p->value.data());
     if (backward) p->grad = xt::zeros<T>({at.rows, at.cols});
   }
 }
