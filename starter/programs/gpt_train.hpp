@@ -69,10 +69,13 @@ template <class T>
 void bind_memory(gpt::GptParallelism<T>& parallelism);  // gpt_train_memory.cpp
 
 // Bytes one rank sends in a training step, by group (tensor, context, data, expert parallel),
-// counted from the shape with values of e bytes; expert parallel's as if the router spread the
-// rows evenly. The model's vocab_size is the corpus's.
+// counted from the shape with values of e bytes for a rank holding `chunks` of the model's pieces
+// (each [begin, end); all of them, [0, L + 2), off a pipeline); expert parallel's as if the router
+// spread the rows evenly. The model's vocab_size is the corpus's.
 std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
-                                              const gpt::GptConfig& model, std::size_t e);
+                                              const gpt::GptConfig& model,
+                                              const std::vector<std::array<int, 2>>& chunks,
+                                              std::size_t e);
 
 // Rows of one micro-batch's residual stream on one rank: its sequences times the positions the
 // rank's stream holds.

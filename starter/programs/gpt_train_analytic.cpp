@@ -52,8 +52,15 @@ ParameterClasses pieces_classes(const gpt::GptTrainOptions& t, const gpt::GptCon
   return sum;
 }
 
-ParameterClasses parameter_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m) {
-  return pieces_classes(t, m, 0, m.layers + 2);
+// Of the pieces of a rank's chunks (each [begin, end)).
+ParameterClasses chunks_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m,
+                                const std::vector<std::array<int, 2>>& chunks) {
+  ParameterClasses sum{0, 0, 0};
+  for (const auto& [begin, end] : chunks) {
+    const ParameterClasses c = pieces_classes(t, m, begin, end);
+    sum = {sum.sliced + c.sliced, sum.replicated + c.replicated, sum.experts + c.experts};
+  }
+  return sum;
 }
 
 // The segments of the flat vectors (gpt/model_states.hpp) of a rank holding `c`: each a number of
@@ -72,21 +79,39 @@ double shard(double n, int p) { return std::ceil(n / p); }
 }  // namespace
 
 std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
-                                              const gpt::GptConfig& m, std::size_t e) {
-  const double h = m.hidden, L = m.layers, p = t.tp, cp = t.cp;
+                                              const gpt::GptConfig& m,
+                                              const std::vector<std::array<int, 2>>& chunks,
+                                              std::size_t e) {
+  const double h = m.hidden, p = t.tp, cp = t.cp;
   const double N = double(t.batch_size / t.dp) * (m.seq_len / t.cp), w = h / p;
-  // The blocks whose forward runs again in the backward: every one with full recomputation.
+  // What the rank holds of the model's pieces (0 the embedding, 1 .. L the blocks, L + 1 the
+  // head): its blocks L, and R of them run forward again in the backward (every one with full
+  // recomputation).
+  bool embedding = false, head = false;
+  double L = 0;
+  for (const auto& [begin, end] : chunks) {
+    for (int piece = begin; piece < end; ++piece) {
+      embedding |= piece == 0;
+      head |= piece == m.layers + 1;
+      L += piece > 0 && piece <= m.layers;
+    }
+  }
   const double R = t.recompute == gpt::Recompute::Full ? L : 0;
   std::array<double, 4> bytes{};  // tensor, context, data, expert parallel
   if (t.tp > 1) {
-    // The cross-entropy's three all-reduces of N values, the embedding's all-reduce of (N, h);
-    // then per block f and g twice (attention, MLP) forward and backward, and the LM head's f
-    // forward and backward: all-reduces of (N, h), or under --sp all-gathers and
-    // reduce-scatters of (N/tp, h) each (and the embedding's gradient gathered back).
-    bytes[0] = 3 * allreduce(N * e, t.tp) + allreduce(N * h * e, t.tp);
-    // Full recomputation runs each block's forward twice: its half of those again.
-    bytes[0] += t.sequence_parallel ? (8 * L + 4 * R + 3) * (p - 1) * (N / p) * h * e
-                                    : (4 * L + 2 * R + 1) * allreduce(N * h * e, t.tp);
+    // Per block f and g twice (attention, MLP) forward and backward: all-reduces of (N, h), or
+    // under --sp all-gathers and reduce-scatters of (N/tp, h) each; full recomputation runs each
+    // block's forward twice, its half of those again. The embedding's all-reduce of (N, h) (and
+    // under --sp its gradient gathered back); the LM head's f forward and backward and the
+    // cross-entropy's three all-reduces of N values.
+    const double sp_piece = (p - 1) * (N / p) * h * e;
+    bytes[0] = t.sequence_parallel ? (8 * L + 4 * R) * sp_piece
+                                   : (4 * L + 2 * R) * allreduce(N * h * e, t.tp);
+    if (embedding) bytes[0] += allreduce(N * h * e, t.tp) + (t.sequence_parallel ? sp_piece : 0);
+    if (head) {
+      bytes[0] += 3 * allreduce(N * e, t.tp) +
+                  (t.sequence_parallel ? 2 * sp_piece : allreduce(N * h * e, t.tp));
+    }
   }
   if (t.cp > 1) {
     // Per block: the ring forward passes K and V (cp − 1) times; its backward passes K, V
@@ -96,25 +121,27 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   }
   // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
   // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
-  // doubles per block) over dp · cp. Part 15's buckets (--bucket_mb) sum in double.
+  // doubles per block and micro-batch) over dp · cp. Part 15's buckets (--bucket_mb) sum in double.
   // ZeRO-1 gathers the updated shards after the all-reduce (an all-gather of s values); ZeRO-2
-  // reduce-scatters instead, then gathers: 2 (p − 1) s values.
+  // reduce-scatters instead, then gathers: 2 (p − 1) s values. ZeRO-3: each piece gathered
+  // before its forward and its backward and its gradient reduce-scattered, per micro-batch:
+  // 3 (p − 1) s values of each group of the piece.
   const int replicas = t.dp * t.cp;
   const std::size_t g = t.bucket_mb > 0 ? sizeof(double) : e;
-  for (const auto& [n, p] : segments(t, parameter_classes(t, m))) {
+  for (const auto& [begin, end] : chunks) {
+    for (int piece = begin; t.zero_stage == 3 && piece < end; ++piece) {
+      for (const auto& [n, p] : segments(t, piece_classes(t, m, piece)))
+        bytes[2] += t.microbatches * 3.0 * (p - 1) * shard(n, p) * e;
+    }
+  }
+  for (const auto& [n, p] : segments(t, chunks_classes(t, m, chunks))) {
     if (p == 1 || t.zero_stage == 3) continue;
     const double s = shard(n, p);
     bytes[2] += t.zero_stage == 2 ? 2.0 * (p - 1) * s * e
                                   : allreduce(n * g, p) + (t.zero_stage == 1 ? (p - 1) * s * e : 0);
   }
-  // ZeRO-3: each piece gathered before its forward and its backward and its gradient
-  // reduce-scattered, per micro-batch: 3 (p − 1) s values of each group of the piece.
-  for (int piece = 0; t.zero_stage == 3 && piece < m.layers + 2; ++piece) {
-    for (const auto& [n, p] : segments(t, piece_classes(t, m, piece))) {
-      if (n > 0) bytes[2] += t.microbatches * 3.0 * (p - 1) * shard(n, p) * e;
-    }
-  }
-  if (m.mixture_of_experts()) bytes[2] += (L + R) * allreduce(2.0 * m.experts * 8, replicas);
+  if (m.mixture_of_experts())
+    bytes[2] += t.microbatches * (L + R) * allreduce(2.0 * m.experts * 8, replicas);
   if (t.ep > 1) {
     // If the router spread the rows evenly: dispatch and combine, forward and backward, each
     // send the (ep − 1)/ep of the k · N rows whose experts are elsewhere.
@@ -173,11 +200,7 @@ double analytic_pipeline_bytes_per_step(const gpt::GptTrainOptions& t, int pp_id
 ModelStateCounts analytic_model_states(const gpt::GptTrainOptions& t, const gpt::GptConfig& m,
                                        const std::vector<std::array<int, 2>>& chunks,
                                        std::size_t e) {
-  ParameterClasses held{0, 0, 0};
-  for (const auto& [begin, end] : chunks) {
-    const ParameterClasses c = pieces_classes(t, m, begin, end);
-    held = {held.sliced + c.sliced, held.replicated + c.replicated, held.experts + c.experts};
-  }
+  const ParameterClasses held = chunks_classes(t, m, chunks);
   ModelStateCounts count;
   const bool adam = t.optimizer == gpt::Optimizer::Adam;
   if (t.zero_stage == 3) {

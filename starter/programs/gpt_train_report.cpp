@@ -220,9 +220,13 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
                 per_step(m.expert_parallel_bytes, r.steps).c_str(), m.attention_seconds / r.steps,
                 m.attention_cpu_seconds / r.steps, m.exposed_sum_seconds / r.steps);
   }
-  const std::array<double, 4> count = analytic_bytes_per_step(o.train, model, e);
-  std::printf("  count %s %s %s %s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
-              mebibytes(count[2]).c_str(), mebibytes(count[3]).c_str());
+  for (int stage = 0; stage < o.train.pp; ++stage) {  // each pipeline stage holds its pieces
+    const std::array<double, 4> count =
+        analytic_bytes_per_step(o.train, model, stage_chunks(r.chunk_cuts, o.train.pp, stage), e);
+    std::printf("  count %s %s %s %s%s\n", mebibytes(count[0]).c_str(), mebibytes(count[1]).c_str(),
+                mebibytes(count[2]).c_str(), mebibytes(count[3]).c_str(),
+                o.train.pp > 1 ? ("   (stage " + std::to_string(stage) + ")").c_str() : "");
+  }
   if (o.train.pp > 1) {
     const bool interleaved = o.train.schedule == gpt::PipelineSchedule::Interleaved;
     std::printf(
@@ -277,7 +281,6 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
   gpt::GptConfig model = t.model;
   model.vocab_size = corpus.vocab_size;
   const std::size_t e = o.double_precision ? sizeof(double) : sizeof(float);
-  const std::array<double, 4> count = analytic_bytes_per_step(t, model, e);
   const ActivationCounts activations = analytic_activations_per_block(t, model, e);
   for (const gpt::GptValidation& v : r.validation) {
     validation.push_back({{"step", v.step}, {"loss", v.loss}});
@@ -288,6 +291,7 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
                                m.pipeline_parallel_bytes;
     const std::vector<std::array<int, 2>> chunks = stage_chunks(r.chunk_cuts, t.pp, m.pp_idx);
     const ModelStateCounts states = analytic_model_states(t, model, chunks, e);
+    const std::array<double, 4> count = analytic_bytes_per_step(t, model, chunks, e);
     ranks.push_back({{"rank", m.rank},
                      {"tp_idx", m.tp_idx},
                      {"cp_idx", m.cp_idx},
