@@ -91,7 +91,7 @@ std::string help_text() {
        << t.model.aux_loss_coef << ")\n"
        << "  --dtype D          float, double or bf16: parameters, gradients and the activations\n"
        << "                     kept in bf16, fp32 master weights and moments (Part 16.2;\n"
-       << "                     with adam, --zero 0 to 2) (default float)\n"
+       << "                     with adam; at --zero 3 FSDP's fp32 shards) (default float)\n"
        << "Training:\n"
        << "  --corpus FILE      a UTF-8 text (default: the King James Bible, Debian's bible-kjv)\n"
        << "  --batch_size B     sequences per step, over all data-parallel ranks (default "

@@ -6,21 +6,19 @@
 
 namespace dtk::gpt {
 
-template <>
-void round_in_place(Matrix<float>& m, const Bf16Rounding& round) {
+void round_in_place(float* values, std::size_t count, const Bf16Rounding& round) {
   if (!round) return;
   constexpr std::size_t kChunk = 4096;  // values rounded at a time, through a small buffer
   std::uint16_t bits[kChunk];
-  for (std::size_t begin = 0; begin < m.size(); begin += kChunk) {
-    const std::size_t count = std::min(kChunk, m.size() - begin);
-    round(m.data() + begin, count, bits);
-    std::transform(bits, bits + count, m.data() + begin, bf16_value);
+  for (std::size_t begin = 0; begin < count; begin += kChunk) {
+    const std::size_t n = std::min(kChunk, count - begin);
+    round(values + begin, n, bits);
+    std::transform(bits, bits + n, values + begin, bf16_value);
   }
 }
 
-template <>
-void round_in_place(Matrix<double>&, const Bf16Rounding& round) {
-  if (round) throw std::logic_error("round_in_place: bf16 activations are a float model's");
+void round_in_place(double*, std::size_t, const Bf16Rounding& round) {
+  if (round) throw std::logic_error("round_in_place: bf16 values are a float model's");
 }
 
 PackedMatrix pack(Matrix<float>& m, const Bf16Rounding& round) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 #include "dtk/gpt/trainer.hpp"
 
@@ -12,8 +13,8 @@ namespace dtk::gpt {
 template <class T>
 FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>> pieces,
                                           GptGrid& g, typename ModelStates<T>::Update update,
-                                          MakeShardedBlocks<T> make)
-    : pieces_(std::move(pieces)), update_(update), make_(std::move(make)) {
+                                          MakeShardedBlocks<T> make, Bf16Rounding bf16)
+    : pieces_(std::move(pieces)), update_(update), make_(std::move(make)), bf16_(std::move(bf16)) {
   if (!make_) {
     throw std::invalid_argument("FullyShardedStates: ZeRO-3 needs Part 16.3's FullyShardedBlocks");
   }
@@ -25,6 +26,7 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
     std::size_t piece_values = 0;
     for (Group& group : groups_) group.block_of_piece.push_back(-1);
     for (Parameter<T>* p : pieces_[i]) {
+      round_in_place(p->value, bf16_);  // bf16: the model, and its master copy, start rounded
       shape_[p] = {p->value.shape(0), p->value.shape(1)};
       piece_values += p->value.size();
       Group& group = groups_[gradient_group(p->sharing, g.sequence_parallel)];
@@ -61,7 +63,10 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
 template <class T>
 void FullyShardedStates<T>::make_blocks() {
   for (Group& group : groups_) {
-    if (!group.numel.empty()) group.blocks = make_(group.shards, group.numel, *group.comm);
+    if (group.numel.empty()) continue;
+    std::vector<xt::xtensor<T, 1>> shards = group.shards;  // in bf16, the master's rounded
+    for (xt::xtensor<T, 1>& shard : shards) round_in_place(shard, bf16_);
+    group.blocks = make_(std::move(shards), group.numel, *group.comm);
   }
 }
 
@@ -97,6 +102,7 @@ void FullyShardedStates<T>::piece_ends(const std::vector<Parameter<T>*>& piece, 
     const int b = group.block_of_piece[i];
     if (b < 0) continue;
     if (backward) {
+      for (Parameter<T>* p : group.parameters[b]) round_in_place(p->grad, bf16_);
       xt::xtensor<T, 1> gradient = xt::xtensor<T, 1>::from_shape({group.numel[b]});
       gather_flat(group.parameters[b], &Parameter<T>::grad, gradient.data());
       group.blocks.reduce_gradient(b, gradient);

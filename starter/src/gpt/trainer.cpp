@@ -230,10 +230,6 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
   if (o.zero_stage < 0 || o.zero_stage > 3) {
     return "--zero " + text(o.zero_stage) + ": the stages are 0 to 3";
   }
-  if (o.bf16 && o.zero_stage == 3) {
-    return "--dtype bf16 with --zero 3: a bf16 run shards its optimizer (--zero 1) and its "
-           "gradients (--zero 2), not yet its parameters";
-  }
   if (o.bf16 && o.bucket_mb > 0) {
     return "--dtype bf16 with --bucket_mb: a bf16 run sums its gradients after the backward; use "
            "one of the two";
@@ -490,13 +486,14 @@ class GptRun {
     for (const auto& chunk : chunks_) {
       for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
     }
-    if (o.bf16) {
+    if (o.bf16 && o.zero_stage < 3) {
       mixed_ = std::make_unique<MixedPrecisionStates<T>>(
           pieces, g_, parallelism.to_bf16, parallelism.mixed_precision_adam, o.zero_stage,
           zero_collectives(o.zero_stage, parallelism));
     } else if (o.zero_stage == 3) {
-      sharded_ = std::make_unique<FullyShardedStates<T>>(pieces, g_, update,
-                                                         parallelism.fully_sharded_blocks);
+      sharded_ = std::make_unique<FullyShardedStates<T>>(
+          pieces, g_, update, parallelism.fully_sharded_blocks,
+          o.bf16 ? parallelism.to_bf16 : Bf16Rounding());
     } else {
       states_ = std::make_unique<ModelStates<T>>(chunk_parameters(), g_, update, o.zero_stage,
                                                  zero_collectives(o.zero_stage, parallelism));
@@ -613,7 +610,7 @@ class GptRun {
           gradients_ready(ready);
         };
       }
-      if (o_.bf16) {
+      if (o_.bf16 && o_.zero_stage < 3) {  // the states are made after the chunks
         comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
           mixed_->piece_starts(piece, backward);
         };
@@ -807,8 +804,8 @@ class GptRun {
 
   void measure_memory_and_bytes() {
     for (const Parameter<T>* p : chunk_parameters()) {  // an expert is held whole
-      if (p->sharing == Sharing::Expert)                // (a bf16 run holds 2 bytes a value)
-        measured_.expert_parameters += p->full_rows * p->full_cols * (o_.bf16 ? 2 : sizeof(T));
+      if (p->sharing == Sharing::Expert)                // (a bf16 run's states 2 bytes a value)
+        measured_.expert_parameters += p->full_rows * p->full_cols * (mixed_ ? 2 : sizeof(T));
     }
     const typename ModelStates<T>::Bytes states = sharded_ ? sharded_->bytes()
                                                   : mixed_ ? mixed_->bytes()

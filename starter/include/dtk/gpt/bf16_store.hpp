@@ -38,10 +38,14 @@ struct PackedMatrix {
   std::size_t rows = 0, cols = 0;
 };
 
-// A bf16 run (`round` given): m's values rounded to bf16, in place. A float model's only: a
+// A bf16 run (`round` given): the values rounded to bf16, in place. A float model's only: a
 // double model has no bf16 run (Gpt refuses one).
-template <class T>
-void round_in_place(Matrix<T>& m, const Bf16Rounding& round);
+void round_in_place(float* values, std::size_t count, const Bf16Rounding& round);
+void round_in_place(double* values, std::size_t count, const Bf16Rounding& round);
+template <class Tensor>
+void round_in_place(Tensor& values, const Bf16Rounding& round) {
+  round_in_place(values.data(), values.size(), round);
+}
 
 // m as bf16; m is freed.
 PackedMatrix pack(Matrix<float>& m, const Bf16Rounding& round);

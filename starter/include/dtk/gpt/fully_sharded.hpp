@@ -9,8 +9,13 @@
 //
 // The optimizer keeps its own copy of this rank's shards (FullyShardedBlocks gives out no way to
 // change a shard): it updates them, then the blocks are made again from them for the next step.
-// In fp32 that is the same numbers twice; with bf16 parameters it would be Part 9.1's fp32
-// master copy, counted with the optimizer's states.
+//
+// In bf16 (gpt_train --dtype bf16 --zero 3) it does as PyTorch's FSDP with a mixed-precision
+// policy of bf16 parameters and fp32 reductions: the optimizer's copy is the fp32 master (Adam
+// steps it directly, not 16.2's step), the blocks are made from it rounded to bf16 (so a piece
+// is gathered as bf16 values), a piece's gradients are rounded to bf16 as its backward ends and
+// reduce-scattered in fp32. The model states are float's (the blocks hold their bf16 values as
+// floats): bf16 saves the activations here.
 #pragma once
 
 #include <array>
@@ -23,6 +28,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "dtk/communicator.hpp"
+#include "dtk/gpt/config.hpp"  // Bf16Rounding
 #include "dtk/gpt/model_states.hpp"
 #include "dtk/gpt/parameter.hpp"
 #include "dtk/training/adam.hpp"
@@ -49,9 +55,11 @@ template <class T>
 class FullyShardedStates {
  public:
   // The pieces of this rank's chunks (Gpt::pieces(), chunk after chunk), their values whole:
-  // each rank keeps its shards and frees the rest. Collective over the groups.
+  // each rank keeps its shards and frees the rest. Collective over the groups. With `bf16`
+  // (16.1's to_bf16), the pieces compute in bf16 values and their gradients are rounded.
   FullyShardedStates(std::vector<std::vector<Parameter<T>*>> pieces, GptGrid& g,
-                     typename ModelStates<T>::Update update, MakeShardedBlocks<T> make);
+                     typename ModelStates<T>::Update update, MakeShardedBlocks<T> make,
+                     Bf16Rounding bf16 = {});
   FullyShardedStates(const FullyShardedStates&) = delete;
   FullyShardedStates& operator=(const FullyShardedStates&) = delete;
 
@@ -90,6 +98,7 @@ class FullyShardedStates {
   std::map<const Parameter<T>*, std::array<std::size_t, 2>> shape_;  // every parameter's
   typename ModelStates<T>::Update update_;
   MakeShardedBlocks<T> make_;
+  Bf16Rounding bf16_;  // empty: the model's own precision
   std::vector<Group> groups_;
   std::size_t held_bytes_ = 0, peak_held_bytes_ = 0;  // whole pieces' values
   std::size_t largest_piece_ = 0;                     // values

@@ -84,7 +84,8 @@ struct GptTrainOptions {
   int zero_stage = 0;
   // A bf16 run (a float model, Part 16.2): parameters, gradients and the activations kept held
   // as bf16, the optimizer's master weights and moments in fp32 (mixed_precision.hpp,
-  // bf16_store.hpp). The same bits on every run of a layout, close to float's, not equal.
+  // bf16_store.hpp); at ZeRO stage 3 FSDP's fp32 shards, gathered into bf16 values
+  // (fully_sharded.hpp). The same bits on every run of a layout, close to float's, not equal.
   bool bf16 = false;
 };
 
