@@ -137,21 +137,39 @@ void MixedPrecisionStates<T>::zero_grad() {
 }
 
 template <class T>
-double MixedPrecisionStates<T>::step(double lr) {
+xt::xtensor<double, 1> MixedPrecisionStates<T>::gradient(const Parameter<T>* p) const {
+  const Place& at = place_.at(p);
+  return widened<double>(groups_[at.group].grads.data() + at.offset, at.rows * at.cols);
+}
+
+template <class T>
+void MixedPrecisionStates<T>::set_summed_gradient(const Parameter<T>* p,
+                                                  const xt::xtensor<double, 1>& sum) {
+  const Place& at = place_.at(p);
+  if (sum.size() != at.rows * at.cols) {
+    throw std::logic_error("MixedPrecisionStates: a summed gradient of " +
+                           std::to_string(sum.size()) + " values for a tensor of " +
+                           std::to_string(at.rows * at.cols));
+  }
+  round_into(round_, sum.data(), sum.size(), groups_[at.group].grads.data() + at.offset);
+}
+
+template <class T>
+double MixedPrecisionStates<T>::step(double lr, bool summed) {
   double seconds = 0;
   for (Group& group : groups_) {
     if (group.numel == 0) continue;
     const double begin = MPI_Wtime();
-    sum_and_step(group, float(lr));
+    sum_and_step(group, float(lr), summed);
     seconds += MPI_Wtime() - begin;
   }
   return seconds;
 }
 
 template <class T>
-void MixedPrecisionStates<T>::sum_and_step(Group& group, float lr) {
+void MixedPrecisionStates<T>::sum_and_step(Group& group, float lr, bool summed) {
   if (!sharded(group)) {  // the whole group, summed in place in float and rounded once
-    if (group.comm) {
+    if (group.comm && !summed) {
       xt::xtensor<T, 1> sum = widened<T>(group.grads.data(), group.numel);
       group.comm->Allreduce(sum, sum);
       round_into(round_, sum.data(), sum.size(), group.grads.data());

@@ -230,10 +230,6 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
   if (o.zero_stage < 0 || o.zero_stage > 3) {
     return "--zero " + text(o.zero_stage) + ": the stages are 0 to 3";
   }
-  if (o.bf16 && o.bucket_mb > 0) {
-    return "--dtype bf16 with --bucket_mb: a bf16 run sums its gradients after the backward; use "
-           "one of the two";
-  }
   if (o.bf16 && o.optimizer != Optimizer::Adam) {
     return "--dtype bf16 trains with --optimizer adam: its fp32 master weights and moments are "
            "Part 16.2's MixedPrecisionAdam";
@@ -486,6 +482,13 @@ class GptRun {
     for (const auto& chunk : chunks_) {
       for (const auto& piece : chunk->pieces()) pieces.push_back(piece);
     }
+    // --bucket_mb runs where one group sums every gradient: its flat vector is the model's
+    // parameters in order, and the buckets fill it from the end as the backward goes.
+    for (Parameter<T>* p : o.bucket_mb > 0 ? chunk_parameters() : std::vector<Parameter<T>*>()) {
+      bucket_index_.emplace(p, static_cast<int>(bucket_parameters_.size()));
+      bucket_parameters_.push_back(p);
+      bucket_sizes_.push_back(p->value.size());
+    }
     if (o.bf16 && o.zero_stage < 3) {
       mixed_ = std::make_unique<MixedPrecisionStates<T>>(
           pieces, g_, parallelism.to_bf16, parallelism.mixed_precision_adam, o.zero_stage,
@@ -497,8 +500,6 @@ class GptRun {
     } else {
       states_ = std::make_unique<ModelStates<T>>(chunk_parameters(), g_, update, o.zero_stage,
                                                  zero_collectives(o.zero_stage, parallelism));
-      for (const Parameter<T>* p : states_->parameters())
-        bucket_index_.emplace(p, static_cast<int>(bucket_index_.size()));
     }
     report_.parameter_count = parameter_count(config_);
     report_.bigram_entropy =
@@ -737,16 +738,16 @@ class GptRun {
   // layers; after the backward, their sums replace the gradients.
   bool sums_in_buckets() const { return o_.bucket_mb > 0 && g_.replica_comm.Get_size() > 1; }
   void start_buckets() {
-    std::vector<std::size_t> sizes;
-    for (const Parameter<T>* p : states_->parameters()) sizes.push_back(p->grad.size());
     const auto cap = static_cast<std::size_t>(o_.bucket_mb * (1 << 20));
     bucketed_sum_ =
-        parallelism_.bucketed_sum(sizes, std::max<std::size_t>(cap, 1), g_.replica_comm);
+        parallelism_.bucketed_sum(bucket_sizes_, std::max<std::size_t>(cap, 1), g_.replica_comm);
   }
   void gradients_ready(const std::vector<Parameter<T>*>& ready) {
     if (!bucketed_sum_) return;
-    for (const Parameter<T>* p : ready) {
-      xt::xtensor<double, 1> gradient = xt::cast<double>(xt::flatten(p->grad));
+    for (const Parameter<T>* p : ready) {  // (a bf16 run's, as the backward rounded it)
+      const xt::xtensor<double, 1> gradient =
+          mixed_ ? mixed_->gradient(p)
+                 : xt::xtensor<double, 1>(xt::cast<double>(xt::flatten(p->grad)));
       bucketed_sum_->gradient_ready(bucket_index_.at(p), gradient);
     }
     bucketed_sum_->progress();
@@ -754,9 +755,12 @@ class GptRun {
   void finish_buckets() {
     const std::vector<xt::xtensor<double, 1>> sums = bucketed_sum_->finish();
     bucketed_sum_.reset();
-    const std::vector<Parameter<T>*>& params = states_->parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      std::copy(sums.at(i).begin(), sums.at(i).end(), params[i]->grad.begin());
+    for (std::size_t i = 0; i < bucket_parameters_.size(); ++i) {
+      if (mixed_) {
+        mixed_->set_summed_gradient(bucket_parameters_[i], sums.at(i));
+      } else {
+        std::copy(sums.at(i).begin(), sums.at(i).end(), bucket_parameters_[i]->grad.begin());
+      }
     }
   }
 
@@ -766,7 +770,7 @@ class GptRun {
     if (sharded_) {  // ZeRO-3: each piece's gradients were summed as its backward ended
       sharded_->step(lr);
     } else if (mixed_) {
-      measured_.exposed_sum_seconds += mixed_->step(lr);
+      measured_.exposed_sum_seconds += mixed_->step(lr, sums_in_buckets());
     } else {
       measured_.exposed_sum_seconds += states_->step(lr, sums_in_buckets());
     }
@@ -859,8 +863,11 @@ class GptRun {
   std::unique_ptr<ModelStates<T>> states_;
   std::unique_ptr<FullyShardedStates<T>> sharded_;
   std::unique_ptr<MixedPrecisionStates<T>> mixed_;  // --dtype bf16
-  // --bucket_mb: each parameter's place in states_'s order, and the step's sum in flight.
+  // --bucket_mb: the parameters in the flat vector's order, each one's place and size, and the
+  // step's sum in flight.
+  std::vector<Parameter<T>*> bucket_parameters_;
   std::map<const Parameter<T>*, int> bucket_index_;
+  std::vector<std::size_t> bucket_sizes_;
   std::optional<BucketedSum> bucketed_sum_;
   std::vector<std::size_t> validation_;  // the validation windows
   long eval_every_;

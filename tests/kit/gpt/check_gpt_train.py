@@ -30,8 +30,9 @@
            with one bucket, cp 2 x dp 2, tp 2 x dp 2 train the one-rank model (double, relative
            1e-10); a ring of every bucket sends the analytic data-parallel bytes (within 2 %:
            ceil(n / p)-element chunks), in float as in double (the buckets sum in double);
-           its --trace shows the rings' Isends, made between the backward's first and last
-           moments, and none without --bucket_mb.
+           in bf16 on dp 2 the weights of the sum after the backward bit for bit (cp x dp and
+           tp x dp to 1e-5); its --trace shows the rings' Isends, made between the backward's
+           first and last moments, and none without --bucket_mb.
   memory   Part 16's recomputation (--recompute selective, full) on one rank (double, float and
            bf16), tp, tp x --sp x dp, cp --zigzag x tp --sp, pp with micro-batches, interleaved,
            and experts with ep (double and bf16): the weights, losses and experts' rows of the
@@ -568,6 +569,27 @@ def buckets():
         else:
             print("ok: buckets in float: the data-parallel bytes of a sum in double, as counted; "
                   "each rank's exposed_sum_seconds reported")
+    # In bf16 the buckets sum each rank's bf16 gradients in double and round the sum to bf16:
+    # over 2 ranks what the float sum after the backward rounds (one addition, exact in double),
+    # over more within an ulp of a step.
+    for ranks, flags in ((2, ["--dp", "2"]), (4, ["--cp", "2", "--dp", "2"]),
+                         (4, ["--tp", "2", "--dp", "2"])):
+        common = TINY + flags + ["--batch_size", "12", "--steps", "3", "--dtype", "bf16"]
+        r = report_of(ranks, common + ["--bucket_mb", "0.004"], "bf16_buckets")
+        after = report_of(ranks, common, "bf16_after")
+        if r is None or after is None:
+            continue
+        where = "--dtype bf16 --bucket_mb 0.004 %s (-n %d)" % (" ".join(flags), ranks)
+        off = abs(r["weights_l2"] - after["weights_l2"]) / after["weights_l2"]
+        problems = [] if off <= (0 if ranks == 2 else 1e-5) else \
+            ["weights_l2 %.17g, summed after the backward %.17g" % (r["weights_l2"],
+                                                                     after["weights_l2"])]
+        problems += bytes_match(r, ("data_parallel",), 0.02) + model_states_match(r)
+        if problems:
+            fail("%s: %s" % (where, "; ".join(problems)))
+        else:
+            print("ok: %s: %.1e from the sum after the backward; the data-parallel bytes and the "
+                  "model states as counted" % (where, off))
     for flags in (["--bucket_mb", "0.002"], []):
         events = traced_events(TINY + ["--dp", "2", "--batch_size", "4", "--steps", "1"] + flags)
         if events is None:
@@ -618,8 +640,6 @@ def cli():
     expect_error(2, TINY + ["--dp", "2", "--experts", "2", "--bucket_mb", "1"],
                  "--bucket_mb with --experts")
     expect_error(1, ["--dtype", "half"], "--dtype expects bf16, double or float, got 'half'")
-    expect_error(2, TINY + ["--dp", "2", "--dtype", "bf16", "--bucket_mb", "1"],
-                 "--dtype bf16 with --bucket_mb")
     expect_error(1, TINY + ["--dtype", "bf16", "--optimizer", "sgd"],
                  "--dtype bf16 trains with --optimizer adam")
     expect_error(1, ["--lr", "-1"], "--lr expects a positive number, got '-1'")

@@ -22,6 +22,8 @@
 #include <map>
 #include <vector>
 
+#include <xtensor/xtensor.hpp>
+
 #include "dtk/communicator.hpp"
 #include "dtk/gpt/config.hpp"  // Bf16Rounding
 #include "dtk/gpt/model_states.hpp"
@@ -55,9 +57,15 @@ class MixedPrecisionStates {
   void piece_ends(const std::vector<Parameter<T>*>& piece, bool backward);
 
   void zero_grad();  // before a step's backwards
-  // After the step's last backward: the gradients summed and the optimizer's step. Returns the
-  // seconds spent summing.
-  double step(double lr);
+  // After the step's last backward: the gradients summed (unless `summed`: Part 15's buckets
+  // have summed them, through gradient and set_summed_gradient) and the optimizer's step.
+  // Returns the seconds spent summing.
+  double step(double lr, bool summed = false);
+
+  // Part 15's buckets on a bf16 run (--bucket_mb): p's bf16 gradient as its backward left it,
+  // widened (what a bucket sums), and its sum over the group given back, rounded to bf16.
+  xt::xtensor<double, 1> gradient(const Parameter<T>* p) const;
+  void set_summed_gradient(const Parameter<T>* p, const xt::xtensor<double, 1>& sum);
 
   // Every piece made float (to read the whole model: weights_l2), and freed again.
   void unpack_all();
@@ -78,8 +86,9 @@ class MixedPrecisionStates {
     MixedPrecisionStep adam;                      // of the shard
   };
   bool sharded(const Group& group) const { return zero_stage_ > 0 && group.comm; }
-  // The group's gradients summed (its shard, sharded), rounded, into the optimizer's step.
-  void sum_and_step(Group& group, float lr);
+  // The group's gradients summed (its shard, sharded; unless `summed`), rounded, into the
+  // optimizer's step.
+  void sum_and_step(Group& group, float lr, bool summed);
   struct Place {
     int group;
     std::size_t offset;  // in the group's vectors
