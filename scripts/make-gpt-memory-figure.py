@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes figs/gpt_memory.svg: the memory of one of 4 data-parallel ranks training gpt_train's
 default GPT, by category (parameters, gradients, Adam's states, activations, the step's other
-buffers), in float at each ZeRO stage gpt_train runs (--zero 0 to 3) and in bf16 at those it runs
-in bf16 (0 to 2), with each recomputation (--recompute none, selective, full): measured (the
-bars: --report's peak_bytes of rank 0), and the model states counted from the shape (the dashed
-mark: Part 9.1's terms, 2 + 2 + 12 bytes a value in bf16, ZeRO's shards ceil(n / p)). Every bar
+buffers), in float and in bf16 at each ZeRO stage (--zero 0 to 3), with each recomputation
+(--recompute none, selective, full): measured (the bars: --report's peak_bytes of rank 0), and the
+model states counted from the shape (the dashed mark: Part 9.1's terms, 2 + 2 + 12 bytes a value
+in bf16, ZeRO's shards ceil(n / p); bf16 at stage 3 is FSDP's, fp32 shards). Every bar
 is a run: rerun this script when the trainer changes.
 
 usage: scripts/make-gpt-memory-figure.py [BUILD_DIR] [OUTPUT]
@@ -83,6 +83,6 @@ def figure(runs):
 
 with tempfile.TemporaryDirectory() as scratch:
     runs = [(dtype, zero, recompute, measure(dtype, zero, recompute, scratch))
-            for dtype, stages in (("float", (0, 1, 2, 3)), ("bf16", (0, 1, 2)))
-            for zero in stages for recompute in ("none", "selective", "full")]
+            for dtype in ("float", "bf16") for zero in (0, 1, 2, 3)
+            for recompute in ("none", "selective", "full")]
 write_svg(OUTPUT, figure(runs))
