@@ -34,7 +34,9 @@ GOAL = 1.25  # issue 36: every layout's simulated step within 1.25x of the measu
 MODELLED = ("parameters", "gradients", "optimizer", "activations")
 
 # (ranks, the plan in plan_training's --plans words, gpt_train flags beside --plan, experts?):
-# each field of a plan varied alone, then together, up to 8 ranks on this machine's cores.
+# each field of a plan varied alone, then together, up to 8 ranks on this machine's cores; and in
+# bf16 (a plan has no dtype: gpt_train's --dtype bf16 beside it, the simulator's "value_bytes" 2).
+BF16 = ["--dtype", "bf16"]
 LAYOUTS = [
     (1, "dp=1", [], False),
     (2, "dp=2", [], False),
@@ -60,6 +62,10 @@ LAYOUTS = [
     (8, "dp=8", [], False),
     (8, "tp=2 cp=2 dp=2 sp", ["--zigzag"], False),
     (8, "tp=2 pp=2 dp=2 sp microbatches=4 1f1b", [], False),
+    (1, "dp=1", BF16, False),
+    (2, "dp=2 zero=1", BF16, False),
+    (4, "tp=2 dp=2 sp", BF16, False),
+    (4, "dp=4 zero=3 recompute", BF16, False),
 ]
 
 
@@ -116,24 +122,27 @@ class Validation:
         json.dump(config, open(path, "w"))
         return path
 
-    def cluster_file(self, ranks):
-        """This machine as `ranks` GPUs on one node, each with its share of the cores' rates."""
+    def cluster_file(self, ranks, bf16):
+        """This machine as `ranks` GPUs on one node, each with its share of the cores' rates (and
+        2-byte values for a bf16 run)."""
         share = self.machine["gpus"] / ranks
         cluster = dict(self.machine, gpus=ranks, gpus_per_node=ranks,
                        about="this machine as %d GPUs" % ranks)
         for rate in ("peak_tflops", "gemm_tflops", "expert_gemm_tflops"):
             if rate in self.machine:
                 cluster[rate] = self.machine[rate] * share
-        path = self.path("cluster%d.json" % ranks)
+        if bf16:
+            cluster["value_bytes"] = 2
+        path = self.path("cluster%d%s.json" % (ranks, "-bf16" if bf16 else ""))
         json.dump(cluster, open(path, "w"))
         return path
 
-    def plan_training_args(self, ranks, experts):
+    def plan_training_args(self, ranks, experts, bf16=False):
         return [self.plan_training, "--model", self.models[experts], "--cluster",
-                self.cluster_file(ranks), "--tokens", str(32 * 128), "--seq", "128"]
+                self.cluster_file(ranks, bf16), "--tokens", str(32 * 128), "--seq", "128"]
 
-    def simulated(self, ranks, words, experts):
-        out = subprocess.run(self.plan_training_args(ranks, experts) + ["--plans", "-"], input=words,
+    def simulated(self, ranks, words, experts, bf16):
+        out = subprocess.run(self.plan_training_args(ranks, experts, bf16) + ["--plans", "-"], input=words,
                              capture_output=True, text=True, check=True).stdout
         row = next(csv.DictReader(io.StringIO(out)))
         kept = sum(float(row[k + "_gb"]) for k in MODELLED)
@@ -149,14 +158,15 @@ class Validation:
 
     def measure(self, ranks, words, extra, experts):
         """One layout: simulated, then run REPEATS times from its plan file."""
-        row = {"ranks": ranks, "plan": words}
+        bf16 = extra == BF16
+        row = {"ranks": ranks, "plan": words + (" bf16" if bf16 else "")}
         (row["simulated_s"], row["simulated_bytes"], row["simulated_transient"],
-         why) = self.simulated(ranks, words, experts)
+         why) = self.simulated(ranks, words, experts, bf16)
         if why:
             row["skipped"] = "the simulator refuses it: " + why
             return row
         plan = self.path("plan.json")
-        subprocess.run(self.plan_training_args(ranks, experts) + plan_flags(words) + ["--json", plan],
+        subprocess.run(self.plan_training_args(ranks, experts, bf16) + plan_flags(words) + ["--json", plan],
                        capture_output=True, text=True, check=True)
         flags = ["--plan", plan] + extra + (EXPERT_FLAGS if experts else [])
         steps, peaks = [], []

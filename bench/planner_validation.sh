@@ -5,7 +5,7 @@
 # fullest rank's peak bytes beside the simulation's; then, for 2, 4 and 8 ranks, the plan the
 # planner picks for this machine is run and set against the fastest layout measured. Each field
 # of a plan is varied alone (dp, tp, sp, cp, ep, pp, micro-batches, schedule, ZeRO stage,
-# recomputation: full, the planner's), then together, up to 8 ranks
+# recomputation: full, the planner's), then together, up to 8 ranks, and a few in bf16
 # (bench/planner_validation.py's LAYOUTS). The goal: every layout within 1.25x, and the planner's
 # pick the fastest, or within 10 % of it.
 #
