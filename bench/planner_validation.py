@@ -9,7 +9,8 @@ layer's outputs and gradients between steps; the simulator counts the logits and
 gathered layers only). Then, for each rank count, the plan the planner picks for this machine is
 run too and set against the fastest layout measured.
 
-usage: planner_validation.py BUILD_DIR GPT_TRAIN MACHINE_JSON [--csv FILE] [--svg FILE]
+usage: planner_validation.py BUILD_DIR GPT_TRAIN MACHINE_JSON MACHINE_BF16_JSON [--csv FILE]
+                            [--svg FILE]
 """
 import argparse
 import csv
@@ -35,7 +36,8 @@ MODELLED = ("parameters", "gradients", "optimizer", "activations")
 
 # (ranks, the plan in plan_training's --plans words, gpt_train flags beside --plan, experts?):
 # each field of a plan varied alone, then together, up to 8 ranks on this machine's cores; and in
-# bf16 (a plan has no dtype: gpt_train's --dtype bf16 beside it, the simulator's "value_bytes" 2).
+# bf16 (a plan has no dtype: gpt_train's --dtype bf16 beside it, the simulated cluster the
+# machine's calibration for bf16 runs, with "value_bytes" 2).
 BF16 = ["--dtype", "bf16"]
 LAYOUTS = [
     (1, "dp=1", [], False),
@@ -92,10 +94,10 @@ def plan_words(plan):
 
 
 class Validation:
-    def __init__(self, build, gpt_train, machine, scratch):
+    def __init__(self, build, gpt_train, machine, machine_bf16, scratch):
         self.plan_training = os.path.join(build, "plan_training")
         self.gpt_train, self.scratch = gpt_train, scratch
-        self.machine = json.load(open(machine))
+        self.machines = {False: json.load(open(machine)), True: json.load(open(machine_bf16))}
         self.mpirun = ["mpirun", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
         vocab = self.report(1, [], "vocabulary", steps=["--steps", "1", "--eval_every", "2"])["model"]["vocab_size"]
         self.models = {experts: self.model_file(vocab, experts) for experts in (False, True)}
@@ -123,16 +125,15 @@ class Validation:
         return path
 
     def cluster_file(self, ranks, bf16):
-        """This machine as `ranks` GPUs on one node, each with its share of the cores' rates (and
-        2-byte values for a bf16 run)."""
-        share = self.machine["gpus"] / ranks
-        cluster = dict(self.machine, gpus=ranks, gpus_per_node=ranks,
+        """This machine (as a bf16 run sees it, or a float one) as `ranks` GPUs on one node, each
+        with its share of the cores' rates."""
+        machine = self.machines[bf16]
+        share = machine["gpus"] / ranks
+        cluster = dict(machine, gpus=ranks, gpus_per_node=ranks,
                        about="this machine as %d GPUs" % ranks)
         for rate in ("peak_tflops", "gemm_tflops", "expert_gemm_tflops"):
-            if rate in self.machine:
-                cluster[rate] = self.machine[rate] * share
-        if bf16:
-            cluster["value_bytes"] = 2
+            if rate in machine:
+                cluster[rate] = machine[rate] * share
         path = self.path("cluster%d%s.json" % (ranks, "-bf16" if bf16 else ""))
         json.dump(cluster, open(path, "w"))
         return path
@@ -271,8 +272,9 @@ def scatter(left, title, unit, rows, measured, spread, simulated):
         if high > low:
             s.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>' % (
                 x(low), y(simulated(r)), x(high), y(simulated(r)), c))
-        s.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %d ranks</title></circle>' % (
-            x(measured(r)), y(simulated(r)), c, html.escape(r["plan"]), r["ranks"]))
+        fill = "white" if r["plan"].endswith(" bf16") else c
+        s.append('<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s"><title>%s, %d ranks</title>'
+                 '</circle>' % (x(measured(r)), y(simulated(r)), fill, c, html.escape(r["plan"]), r["ranks"]))
     return s
 
 
@@ -298,6 +300,9 @@ def write_svg(path, rows):
             left + 12, 40 + 15 * i, c, left + 20, 44 + 15 * i, ranks, "" if ranks == 1 else "s"))
     s.append('<rect x="%d" y="%d" width="8" height="8" fill="#e8f0e0"/><text x="%d" y="%d">within '
              '%.2fx</text>' % (left + 8, 36 + 15 * len(COLOURS), left + 20, 44 + 15 * len(COLOURS), GOAL))
+    s.append('<circle cx="%d" cy="%d" r="3.5" fill="white" stroke="#666"/><text x="%d" y="%d">bf16 '
+             '(hollow)</text>' % (left + 12, 40 + 15 * (len(COLOURS) + 1), left + 20,
+                                  44 + 15 * (len(COLOURS) + 1)))
     s.append("</svg>")
     open(path, "w").write("\n".join(s) + "\n")
 
@@ -307,11 +312,12 @@ def main():
     parser.add_argument("build")
     parser.add_argument("gpt_train")
     parser.add_argument("machine")
+    parser.add_argument("machine_bf16")
     parser.add_argument("--csv")
     parser.add_argument("--svg")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        v = Validation(args.build, args.gpt_train, args.machine, scratch)
+        v = Validation(args.build, args.gpt_train, args.machine, args.machine_bf16, scratch)
         rows = [v.measure(*layout) for layout in LAYOUTS]
         print_table(rows)
         picks = []

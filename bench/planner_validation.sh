@@ -9,10 +9,12 @@
 # (bench/planner_validation.py's LAYOUTS). The goal: every layout within 1.25x, and the planner's
 # pick the fastest, or within 10 % of it.
 #
-# usage: bench/planner_validation.sh [BUILD_DIR] [GPT_TRAIN] [MACHINE_JSON] [--csv FILE] [--svg FILE]
+# usage: bench/planner_validation.sh [BUILD_DIR] [GPT_TRAIN] [MACHINE_JSON [MACHINE_BF16_JSON]]
+#                                    [--csv FILE] [--svg FILE]
 #   BUILD_DIR     the kit's build (plan_training, collectives_bench), default build
 #   GPT_TRAIN     the gpt_train program, default BUILD_DIR/gpt_train
-#   MACHINE_JSON  this machine's calibration (default: measured now by planner_calibration.sh)
+#   MACHINE_JSON  this machine's calibration, and MACHINE_BF16_JSON its calibration for bf16 runs
+#                 (default: measured now by planner_calibration.sh, and with --dtype bf16)
 #   --csv FILE    the table as CSV; --svg FILE: simulated against measured, a point per layout
 #
 # Each run: the default GPT (4 layers, hidden 256, 4 heads, sequences of 128, 32 per step; 4
@@ -39,6 +41,7 @@ done
 build=${positional[0]:-build}
 gpt_train=${positional[1]:-$build/gpt_train}
 machine=${positional[2]:-}
+machine_bf16=${positional[3]:-}
 here=$(cd "$(dirname "$0")" && pwd)
 for program in "$build/plan_training" "$gpt_train"; do
   [ -x "$program" ] || { echo "planner_validation: no $program (build it first)" >&2; exit 2; }
@@ -49,8 +52,12 @@ if [ -z "$machine" ]; then
   machine=$scratch/machine.json
   "$here/planner_calibration.sh" "$build" "$gpt_train" > "$machine"
 fi
+if [ -z "$machine_bf16" ]; then
+  machine_bf16=$scratch/machine-bf16.json
+  "$here/planner_calibration.sh" --dtype bf16 "$build" "$gpt_train" > "$machine_bf16"
+fi
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
-python3 "$here/planner_validation.py" "$build" "$gpt_train" "$machine" \
+python3 "$here/planner_validation.py" "$build" "$gpt_train" "$machine" "$machine_bf16" \
   ${csv:+--csv "$csv"} ${svg:+--svg "$svg"}
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 record_figures
