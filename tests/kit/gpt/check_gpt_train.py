@@ -185,6 +185,14 @@ def bytes_match(r, groups, tolerance=0.0):
     return problems
 
 
+def groups_match(r):
+    """Every rank's bytes in its tensor-, data- and context-parallel groups as counted: the data's
+    to 1e-5 (an all-reduce over 3 ranks counts thirds), the context's to 2 % (the positions that
+    travel with the ring are not counted)."""
+    return (bytes_match(r, ("tensor_parallel",)) + bytes_match(r, ("data_parallel",), 1e-5) +
+            bytes_match(r, ("context_parallel",), 0.02))
+
+
 def activations_match(r):
     """Every rank's measured activations of one block against gpt_train's count from the shape."""
     counted = r["block_activations_counted"]["model"]
@@ -206,8 +214,7 @@ def context():
     layouts += [(8, ["--cp", "2", "--tp", "2", "--dp", "2"]),
                 (8, ["--cp", "2", "--zigzag", "--tp", "2", "--sp", "--dp", "2"])]
     same_model("context parallel", layouts, [],
-               lambda flags, r: bytes_match(r, ("context_parallel",), 0.02) +
-               bytes_match(r, ("tensor_parallel", "data_parallel")) + activations_match(r))
+               lambda flags, r: groups_match(r) + activations_match(r))
 
 
 def experts():
@@ -259,9 +266,7 @@ def pipeline_check(flags, r):
     against the schedule's counts; each stage's bytes in its groups as counted for its pieces."""
     pp, m = r["layout"]["pp"], r["layout"]["microbatches"]
     v, schedule = r["layout"]["virtual_stages"], r["layout"]["schedule"]
-    problems = bytes_match(r, ("pipeline_parallel", "tensor_parallel"))
-    problems += bytes_match(r, ("data_parallel",), 1e-5)  # (over 3 ranks: thirds)
-    problems += bytes_match(r, ("context_parallel",), 0.02)
+    problems = bytes_match(r, ("pipeline_parallel",)) + groups_match(r)
     for rank in r["ranks"]:
         s = rank["pp_idx"]
         held = (m if schedule == "gpipe" else min(m, pp - s) if schedule == "1f1b"
@@ -350,8 +355,7 @@ def memory():
                                         % (key, r[key], base[key]))
                 if r["history"][-1]["expert_rows"] != base["history"][-1]["expert_rows"]:
                     problems.append("the experts' rows differ from the run without recomputation")
-                problems += bytes_match(r, ("tensor_parallel", "data_parallel"))
-                problems += bytes_match(r, ("context_parallel",), 0.02)
+                problems += groups_match(r)
                 pipelined = r["layout"]["pp"] > 1 or r["layout"]["microbatches"] > 1
                 problems += pipeline_check(flags, r) if pipelined else \
                     activations_match(r) if r["model"]["experts"] == 0 else []
@@ -497,9 +501,7 @@ def bf16():
             problems.append("weights_l2 %.17g, float's %.17g: expected within 1 %%, not equal"
                             % (r["weights_l2"], f32["weights_l2"]))
         problems += model_states_match(r)
-        problems += bytes_match(r, ("tensor_parallel",))
-        problems += bytes_match(r, ("data_parallel",), 1e-5)  # (over 3 ranks: thirds)
-        problems += bytes_match(r, ("context_parallel",), 0.02)
+        problems += groups_match(r)
         pipelined = r["layout"]["pp"] > 1 or r["layout"]["microbatches"] > 1
         problems += pipeline_check(flags, r) if pipelined else \
             activations_match(r) if r["model"]["experts"] == 0 else []
