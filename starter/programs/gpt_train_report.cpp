@@ -159,7 +159,8 @@ void print_results(const Options& o, const gpt::Corpus& corpus, const gpt::GptTr
     std::printf("\nSample (temperature %g):\n%s\n", o.train.temperature, r.sample.c_str());
   }
   std::printf(
-      "\nPeak memory per rank, MiB (model states kept between steps; activations kept "
+      "\nPeak memory per rank, MiB (model states kept between steps, and at ZeRO 3 the pieces "
+      "held whole while they run; activations kept "
       "from the forward to the backward pass, and those recomputation makes again, a block's at a "
       "time; transient: every other buffer of a step):\n");
   std::printf("  %4s %10s %10s %10s %12s %10s\n", "rank", "params", "grads", "optimizer",
