@@ -489,7 +489,7 @@ class GptRun {
       bucket_parameters_.push_back(p);
       bucket_sizes_.push_back(p->value.size());
     }
-    if (o.bf16 && o.zero_stage < 3) {
+    if (mixed_precision_states()) {
       mixed_ = std::make_unique<MixedPrecisionStates<T>>(
           pieces, g_, parallelism.to_bf16, parallelism.mixed_precision_adam, o.zero_stage,
           zero_collectives(o.zero_stage, parallelism));
@@ -611,20 +611,10 @@ class GptRun {
           gradients_ready(ready);
         };
       }
-      if (o_.bf16 && o_.zero_stage < 3) {  // the states are made after the chunks
-        comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
-          mixed_->piece_starts(piece, backward);
-        };
-        comm.piece_ends = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
-          mixed_->piece_ends(piece, backward);
-        };
+      if (mixed_precision_states()) {
+        hook_pieces(comm, mixed_);
       } else if (o_.zero_stage == 3) {
-        comm.piece_starts = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
-          sharded_->piece_starts(piece, backward);
-        };
-        comm.piece_ends = [this](const std::vector<Parameter<T>*>& piece, bool backward) {
-          sharded_->piece_ends(piece, backward);
-        };
+        hook_pieces(comm, sharded_);
       }
       GptLayout layout = make_layout(config_, g_, parallelism_, cuts_, v);
       layout.recompute = o_.recompute;
@@ -632,6 +622,19 @@ class GptRun {
       chunks.push_back(std::make_unique<Gpt<T>>(config_, layout, o_.seed, std::move(comm)));
     }
     return chunks;
+  }
+  // A bf16 run's states hold the model but at ZeRO 3, whose FullyShardedStates round it.
+  bool mixed_precision_states() const { return o_.bf16 && o_.zero_stage < 3; }
+  // The pieces' hooks of model states that gather or widen a piece while it runs; `states` is
+  // made after the chunks, so the hooks reach it through its pointer.
+  template <class States>
+  static void hook_pieces(GptCommunication<T>& comm, const std::unique_ptr<States>& states) {
+    comm.piece_starts = [&states](const std::vector<Parameter<T>*>& piece, bool backward) {
+      states->piece_starts(piece, backward);
+    };
+    comm.piece_ends = [&states](const std::vector<Parameter<T>*>& piece, bool backward) {
+      states->piece_ends(piece, backward);
+    };
   }
   std::vector<Parameter<T>*> chunk_parameters() {
     std::vector<Parameter<T>*> all;
