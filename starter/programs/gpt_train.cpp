@@ -1,8 +1,9 @@
-// gpt_train: trains a GPT (GPT-2's block, characters as tokens) on the King James Bible or on any
-// UTF-8 text, and reports its losses, a sample of what it writes, its speed (tokens/s, MFU) and
-// each rank's memory and communication.
+// gpt_train: trains a GPT (GPT-2's block or a Llama's, characters as tokens) on the King James
+// Bible or on any UTF-8 text, and reports its losses, a sample of what it writes, its speed
+// (tokens/s, MFU) and each rank's memory and communication.
 //
 //   ./gpt_train                                one rank, the default model, 300 steps
+//   ./gpt_train --arch llama --kv_heads 2      a Llama: RMSNorm, rotary, SwiGLU, 2 KV heads
 //   mpirun -n 4 ./gpt_train --dp 4              data parallel over 4 ranks: the same model
 //   ./gpt_train --experts 4 --top_k 2           a mixture of experts in every block
 //   mpirun -n 4 ./gpt_train --tp 2 --sp --dp 2  tensor and sequence parallel (Part 10) by 2
@@ -80,10 +81,14 @@ std::string help_text() {
        << "                     with --pp, --microbatches, --sp or --experts) (default 0: one\n"
        << "                     sum after the backward)\n"
        << "Model:\n"
+       << "  --arch A           gpt2 (LayerNorm, learned positions, GELU, biases) or llama\n"
+       << "                     (RMSNorm, rotary positions, SwiGLU, no biases) (default gpt2)\n"
        << "  --layers L         blocks (default " << t.model.layers << ")\n"
        << "  --hidden H         hidden width (default " << t.model.hidden << ")\n"
        << "  --heads A          attention heads, dividing the width (default " << t.model.heads
        << ")\n"
+       << "  --kv_heads K       with llama: key/value heads, dividing --heads (grouped-query\n"
+       << "                     attention; 1: multi-query) (default: as many as --heads)\n"
        << "  --seq T            context: positions per sequence (default " << t.model.seq_len
        << ")\n"
        << "  --experts E        a mixture of E experts in place of each MLP (default: none)\n"
@@ -182,6 +187,8 @@ Options parse(int argc, char** argv) {
       {"--layers", [&](auto& f, auto& v) { m.layers = positive(f, v); }},
       {"--hidden", [&](auto& f, auto& v) { m.hidden = positive(f, v); }},
       {"--heads", [&](auto& f, auto& v) { m.heads = positive(f, v); }},
+      {"--arch", [&](auto& f, auto& v) { m.arch = parse_choice(f, v, kArchitectureNames); }},
+      {"--kv_heads", [&](auto& f, auto& v) { m.kv_heads = positive(f, v); }},
       {"--seq", [&](auto& f, auto& v) { m.seq_len = positive(f, v); }},
       {"--batch_size", [&](auto& f, auto& v) { t.batch_size = positive(f, v); }},
       {"--steps", [&](auto& f, auto& v) { t.steps = parse_positive(f, v); }},

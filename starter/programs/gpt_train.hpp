@@ -25,8 +25,8 @@ namespace dtk::gpt_train {
 
 using namespace command_line;  // UsageError, parse_*, mebibytes, write_file, check_writable
 
-// The names of --schedule's, --recompute's and --optimizer's choices, which the report writes
-// too.
+// The names of --schedule's, --recompute's, --arch's and --optimizer's choices, which the
+// report writes too.
 inline const std::map<std::string, gpt::PipelineSchedule> kScheduleNames = {
     {"1f1b", gpt::PipelineSchedule::OneFOneB},
     {"gpipe", gpt::PipelineSchedule::GPipe},
@@ -35,6 +35,8 @@ inline const std::map<std::string, gpt::Recompute> kRecomputeNames = {
     {"none", gpt::Recompute::None},
     {"selective", gpt::Recompute::Selective},
     {"full", gpt::Recompute::Full}};
+inline const std::map<std::string, gpt::Architecture> kArchitectureNames = {
+    {"gpt2", gpt::Architecture::Gpt2}, {"llama", gpt::Architecture::Llama}};
 inline const std::map<std::string, gpt::Optimizer> kOptimizerNames = {
     {"sgd", gpt::Optimizer::Sgd}, {"adam", gpt::Optimizer::Adam}};
 

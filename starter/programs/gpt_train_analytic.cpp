@@ -3,10 +3,10 @@
 // the activations one block keeps, per rank. print_results sets them beside what the ranks
 // measured.
 //
-// Notation (dtk/gpt/config.hpp): h, a, L, V, T, E, k; e bytes per value; on one rank N = B/dp ·
-// T/cp rows, w = h/tp columns of Q, K, V. The Communicator counts an all-reduce of n bytes over
-// p ranks as 2 (p − 1) n / p, an all-gather as (p − 1) n of its input, a reduce-scatter as
-// (p − 1) n of its output (communicator.hpp).
+// Notation (dtk/gpt/config.hpp): h, a, kv, d, f, L, V, T, E, k; e bytes per value; on one rank
+// N = B/dp · T/cp rows, kv_w = kv · d/tp columns of K and of V. The Communicator counts an
+// all-reduce of n bytes over p ranks as 2 (p − 1) n / p, an all-gather as (p − 1) n of its input, a
+// reduce-scatter as (p − 1) n of its output (communicator.hpp).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -29,16 +29,20 @@ struct ParameterClasses {
   double sliced, replicated, experts;
 };
 
-// Of piece `piece` of the model (0 the embedding, 1 .. L the blocks, L + 1 the head).
+// Of piece `piece` of the model (0 the embedding, 1 .. L the blocks, L + 1 the head). A Llama
+// has no biases, no norm biases and no wpe (biases = 0); its W1 is [W_gate | W_up], 2f wide.
 ParameterClasses piece_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m, int piece) {
-  const double h = m.hidden, V = m.vocab_size, p = t.tp;
-  if (piece == 0) return {V * h / p, double(m.seq_len) * h, 0};    // wte's rows, wpe
-  if (piece == m.layers + 1) return {V * h / p, 2 * h, 0};         // the LM head, ln_f
-  const double attention = 3 * h * h / p + 3 * h / p + h * h / p;  // W_qkv, b_qkv, W_proj
-  const double mlp = m.mixture_of_experts() ? 0 : 8 * h * h / p + 4 * h / p;  // W1, b1, W2
-  // Two LayerNorms, b_proj, and b2 or the router.
-  const double replicated = 4 * h + h + (m.mixture_of_experts() ? h * m.experts : h);
-  return {attention + mlp, replicated, double(m.experts) / t.ep * (8 * h * h + 5 * h)};
+  const double h = m.hidden, V = m.vocab_size, p = t.tp, qkv = m.qkv_width(), f = m.mlp_width();
+  const double biases = m.llama() ? 0 : 1, norm = (1 + biases) * h, fc1 = (2 - biases) * f;
+  if (piece == 0) return {V * h / p, biases * m.seq_len * h, 0};  // wte's rows, wpe
+  if (piece == m.layers + 1) return {V * h / p, norm, 0};         // the LM head, ln_f
+  const double attention = (h * qkv + biases * qkv + h * h) / p;  // W_qkv, b_qkv, W_proj
+  const double one_mlp = h * fc1 + biases * fc1 + f * h;          // W1, b1, W2
+  const double mlp = m.mixture_of_experts() ? 0 : one_mlp / p;
+  // Two norms, b_proj, and b2 or the router.
+  const double replicated =
+      2 * norm + biases * h + (m.mixture_of_experts() ? h * m.experts : biases * h);
+  return {attention + mlp, replicated, double(m.experts) / t.ep * (one_mlp + biases * h)};
 }
 
 // Of the pieces [begin, end).
@@ -83,7 +87,8 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
                                               const std::vector<std::array<int, 2>>& chunks,
                                               std::size_t e) {
   const double h = m.hidden, p = t.tp, cp = t.cp;
-  const double N = double(t.batch_size / t.dp) * (m.seq_len / t.cp), w = h / p;
+  const double N = double(t.batch_size / t.dp) * (m.seq_len / t.cp);
+  const double kv_w = double(m.key_value_heads()) * m.head_size() / p;  // columns of K and V
   // What the rank holds of the model's pieces (0 the embedding, 1 .. L the blocks, L + 1 the
   // head): its blocks L, and R of them run forward again in the backward (every one with full
   // recomputation).
@@ -115,9 +120,9 @@ std::array<double, 4> analytic_bytes_per_step(const gpt::GptTrainOptions& t,
   }
   if (t.cp > 1) {
     // Per block: the ring forward passes K and V (cp − 1) times; its backward passes K, V
-    // (cp − 1) times and dK, dV cp times (the last hop takes them home). The positions that
-    // travel with a block are not counted.
-    bytes[1] = (L * (4 * (cp - 1) + 2 * cp) + R * 2 * (cp - 1)) * N * w * e;
+    // (cp − 1) times and dK, dV cp times (the last hop takes them home); each (N, kv · d/tp).
+    // The positions that travel with a block are not counted.
+    bytes[1] = (L * (4 * (cp - 1) + 2 * cp) + R * 2 * (cp - 1)) * N * kv_w * e;
   }
   // The gradient sums: slices over dp · cp ranks, replicated tensors too (over tp · dp · cp under
   // --sp), experts over their dp/ep · cp replicas; with experts, the router's statistics (2E
@@ -154,9 +159,11 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
                                                 const gpt::GptConfig& m, std::size_t e) {
   const double h = m.hidden, a = m.heads, p = t.tp, s = double(m.seq_len) / t.cp;
   const double b = t.batch_size / t.dp, N = b * s;
-  const double stream = t.sequence_parallel ? N / p : N;  // rows of the residual stream
-  // Two LayerNorms (x̂, 1/σ, y), Q, K, V and the attention's out and lse, the MLP's x · W1 + b1
-  // and GELU of it (not with selective recomputation), and under --sp the gathered inputs of the
+  const double stream = t.sequence_parallel ? N / p : N;          // rows of the residual stream
+  const double kv = double(m.key_value_heads()) * m.head_size();  // columns of K and of V
+  const double fc1 = (m.llama() ? 2.0 : 1.0) * m.mlp_width();     // of x · W1
+  // Two norms (x̂, 1/σ, y), Q, K, V and the attention's out and lse, the MLP's x · W1 (+ b1) and
+  // its activation (not with selective recomputation), and under --sp the gathered inputs of the
   // attention and of the MLP; with full recomputation, the block's input alone.
   const bool selective = t.recompute == gpt::Recompute::Selective;
   const bool full = t.recompute == gpt::Recompute::Full;
@@ -165,8 +172,8 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
   // recomputation the block's input (the residual stream).
   const double statistics = 2 * stream + N * a / p;
   const double values = full ? stream * h
-                             : 2 * (2 * stream * h) + 4 * N * h / p + statistics +
-                                   (selective ? 0 : 8 * N * h / p) +
+                             : 2 * (2 * stream * h) + N * (2 * h + 2 * kv) / p + statistics +
+                                   (selective ? 0 : N * (fc1 + m.mlp_width()) / p) +
                                    (t.sequence_parallel ? 2 * N * h : 0);
   const double in_float = full ? values : statistics;
   const double bytes = t.bf16 ? 2 * (values - in_float) + sizeof(float) * in_float : values * e;

@@ -21,8 +21,11 @@ std::string counted(long n, const std::string& noun) {
 }
 
 std::string model_text(const gpt::GptConfig& m) {
-  std::string text = counted(m.layers, "layer") + ", hidden " + std::to_string(m.hidden) + ", " +
-                     counted(m.heads, "head") + ", context " + std::to_string(m.seq_len);
+  std::string text = std::string(m.llama() ? "Llama" : "GPT-2") + "'s block, " +
+                     counted(m.layers, "layer") + ", hidden " + std::to_string(m.hidden) + ", " +
+                     counted(m.heads, "head");
+  if (m.key_value_heads() != m.heads) text += " sharing " + counted(m.key_value_heads(), "KV head");
+  text += ", context " + std::to_string(m.seq_len);
   if (m.mixture_of_experts()) {
     text += ", " + std::to_string(m.experts) + " experts (top " + std::to_string(m.top_k) +
             ", load-balancing loss x " + std::to_string(m.aux_loss_coef).substr(0, 6) + ")";
@@ -338,7 +341,9 @@ void write_report(const Options& o, const gpt::Corpus& corpus, const gpt::GptTra
   const BlasKernel blas = blas_kernel();
   const nlohmann::json report = {
       {"model",
-       {{"layers", model.layers},
+       {{"arch", gpt::architecture_name(model.arch)},
+        {"kv_heads", model.key_value_heads()},
+        {"layers", model.layers},
         {"hidden", model.hidden},
         {"heads", model.heads},
         {"seq_len", model.seq_len},

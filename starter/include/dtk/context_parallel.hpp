@@ -47,8 +47,8 @@ struct AttentionOutput {
 template <class T>
 struct AttentionGrads {
   xt::xtensor<T, 2> dq;  // (batch · S_q, heads · d)
-  xt::xtensor<T, 2> dk;  // (batch · S_k, heads · d)
-  xt::xtensor<T, 2> dv;  // (batch · S_k, heads · d)
+  xt::xtensor<T, 2> dk;  // (batch · S_k, kv_heads · d): k's shape (kv_heads = heads but for
+  xt::xtensor<T, 2> dv;  // (batch · S_k, kv_heads · d)   a Llama's grouped-query attention)
 };
 
 // ---------------------------------------------------------------------------------------------

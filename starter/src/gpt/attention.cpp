@@ -4,6 +4,7 @@
 
 #include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
+#include "dtk/gpt/rotary.hpp"
 
 namespace dtk::gpt {
 
@@ -35,22 +36,36 @@ CausalSelfAttention<T>::CausalSelfAttention(const std::string& prefix, const Gpt
                                             const GptCommunication<T>& comm)
     : qkv_weight(column_slice<T>(
           prefix + ".qkv.weight",
-          init.normal(prefix + ".qkv.weight", config.hidden, 3 * config.hidden, 0.02),
+          init.normal(prefix + ".qkv.weight", config.hidden, config.qkv_width(), 0.02),
           layout.qkv_columns)),
-      qkv_bias(column_slice<T>(prefix + ".qkv.bias", constant(1, 3 * config.hidden, 0.0),
-                               layout.qkv_columns)),
+      qkv_bias(config.llama()
+                   ? Parameter<T>{}
+                   : column_slice<T>(prefix + ".qkv.bias", constant(1, config.qkv_width(), 0.0),
+                                     layout.qkv_columns)),
       // Its rows are the columns of out its heads fill: the same indices as its Q columns.
       proj_weight(row_slice<T>(
           prefix + ".proj.weight",
           init.normal(prefix + ".proj.weight", config.hidden, config.hidden,
                       0.02 / std::sqrt(2.0 * config.layers)),
-          std::vector<int>(layout.qkv_columns.begin(),
-                           layout.qkv_columns.begin() + layout.qkv_columns.size() / 3))),
-      proj_bias(whole<T>(prefix + ".proj.bias", constant(1, config.hidden, 0.0))),
+          std::vector<int>(
+              layout.qkv_columns.begin(),
+              layout.qkv_columns.begin() + layout.local_heads(config) * config.head_size()))),
+      proj_bias(config.llama() ? Parameter<T>{}
+                               : whole<T>(prefix + ".proj.bias", constant(1, config.hidden, 0.0))),
       comm_(comm),
       keep_bf16_(layout.keep_bf16),
+      llama_(config.llama()),
+      rope_theta_(config.rope_theta),
       heads_(layout.local_heads(config)),
-      local_width_(layout.qkv_columns.size() / 3) {}
+      kv_heads_(layout.local_kv_heads(config)),
+      widths_{std::size_t(heads_ * config.head_size()), std::size_t(kv_heads_ * config.head_size()),
+              std::size_t(kv_heads_ * config.head_size())} {}
+
+template <class T>
+std::vector<Parameter<T>*> CausalSelfAttention<T>::parameters() {
+  if (llama_) return {&qkv_weight, &proj_weight};
+  return {&qkv_weight, &qkv_bias, &proj_weight, &proj_bias};
+}
 
 template <class T>
 const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
@@ -61,48 +76,54 @@ const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
   s.batch = batch;
   s.input = &communicate(comm_.enter_forward, x, s.entered);  // f
   const Matrix<T>& in = *s.input;
-  const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
+  const std::size_t rows = in.shape(0), h = in.shape(1), all = qkv_weight.value.shape(1);
   // part 0, 1, 2 = q, k, v = f(x) · (block p of W_qkv's columns) + (block p of b_qkv)
   Matrix<T>* parts[3] = {&s.q, &s.k, &s.v};
-  for (std::size_t p = 0; p < 3; ++p) {
-    ensure_shape(*parts[p], rows, width);
-    gemm<T>(false, false, rows, width, h, T(1), in.data(), h, qkv_weight.value.data() + p * width,
-            3 * width, T(0), parts[p]->data(), width);
-    add_bias(*parts[p], qkv_bias.value.data() + p * width);
+  const int part_heads[2] = {heads_, kv_heads_};
+  for (std::size_t p = 0, first = 0; p < 3; first += widths_[p++]) {
+    ensure_shape(*parts[p], rows, widths_[p]);
+    gemm<T>(false, false, rows, widths_[p], h, T(1), in.data(), h, qkv_weight.value.data() + first,
+            all, T(0), parts[p]->data(), widths_[p]);
+    if (llama_) {
+      if (p < 2) rotate(*parts[p], part_heads[p], positions, rope_theta_);
+    } else {
+      add_bias(*parts[p], qkv_bias.value.data() + first);
+    }
     round_in_place(*parts[p], keep_bf16_);
   }
   s.attention = comm_.attention_forward(s.q, s.k, s.v, s.positions, s.batch, heads_);
   round_in_place(s.attention.out, keep_bf16_);
   matmul(s.attention.out, proj_weight.value, partial_);
   y_ = communicate(comm_.exit_forward, partial_, exited_);  // g
-  add_row(y_, proj_bias.value);
+  if (!llama_) add_row(y_, proj_bias.value);
   return y_;
 }
 
 template <class T>
 const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy, int slot) {
   Saved& s = saved_.read(slot);
-  add_column_sums(dy, proj_bias.grad);
+  if (!llama_) add_column_sums(dy, proj_bias.grad);
   const Matrix<T>& partial_grad = communicate(comm_.exit_backward, dy, exited_);
   matmul_add_at_b(s.attention.out, partial_grad, proj_weight.grad);
   matmul_a_bt(partial_grad, proj_weight.value, out_grad_);
   attention_grads_ = comm_.attention_backward(s.q, s.k, s.v, s.attention.out, s.attention.lse,
                                               out_grad_, s.positions, s.batch, heads_);
   const Matrix<T>& in = *s.input;
-  const std::size_t rows = in.shape(0), h = in.shape(1), width = local_width_;
+  const std::size_t rows = in.shape(0), h = in.shape(1), all = qkv_weight.value.shape(1);
   ensure_shape(input_grad_, rows, h);
-  const Matrix<T>* part_grads[3] = {&attention_grads_.dq, &attention_grads_.dk,
-                                    &attention_grads_.dv};
-  for (std::size_t p = 0; p < 3; ++p) {
-    const Matrix<T>& grad = *part_grads[p];
+  Matrix<T>* part_grads[3] = {&attention_grads_.dq, &attention_grads_.dk, &attention_grads_.dv};
+  const int part_heads[2] = {heads_, kv_heads_};
+  for (std::size_t p = 0, first = 0; p < 3; first += widths_[p++]) {
+    Matrix<T>& grad = *part_grads[p];
+    // The gradient of q and k before their turn: turned back (a rotation's transpose).
+    if (llama_ && p < 2) rotate(grad, part_heads[p], s.positions, rope_theta_, /*inverse=*/true);
     // block p of dW_qkv += f(x)ᵀ · grad, of db_qkv += Σ_rows grad
-    gemm<T>(true, false, h, width, rows, T(1), in.data(), h, grad.data(), width, T(1),
-            qkv_weight.grad.data() + p * width, 3 * width);
-    add_bias_grad(grad, qkv_bias.grad.data() + p * width);
+    gemm<T>(true, false, h, widths_[p], rows, T(1), in.data(), h, grad.data(), widths_[p], T(1),
+            qkv_weight.grad.data() + first, all);
+    if (!llama_) add_bias_grad(grad, qkv_bias.grad.data() + first);
     // d f(x) = Σ_p grad_p · (block p of W_qkv)ᵀ
-    gemm<T>(false, true, rows, h, width, T(1), grad.data(), width,
-            qkv_weight.value.data() + p * width, 3 * width, p == 0 ? T(0) : T(1),
-            input_grad_.data(), h);
+    gemm<T>(false, true, rows, h, widths_[p], T(1), grad.data(), widths_[p],
+            qkv_weight.value.data() + first, all, p == 0 ? T(0) : T(1), input_grad_.data(), h);
   }
   // The backward has read f(x): its buffer can take f's backward now.
   return communicate(comm_.enter_backward, input_grad_, s.entered);

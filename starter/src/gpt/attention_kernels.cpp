@@ -1,10 +1,12 @@
 // The attention kernels work one (sequence, head, block of up to 64 queries) at a time: the
 // scores of the block's queries over the keys they may see are a small matrix that stays in
 // cache, and every product is one BLAS call on a block of columns of q, k, v or out (row stride
-// heads · d). When the keys' positions increase (they always do in the GPT and in Part 11's
-// layouts), a block of queries only multiplies by the keys up to its last query's position: a
-// causal attention then does about half the products of the full square. The (sequence, head)
-// pairs are spread over the rank's threads (parallel.hpp), each making its small products alone.
+// heads · d, or kv_heads · d for k and v). When the keys' positions increase (they always do in the
+// GPT and in Part 11's layouts), a block of queries only multiplies by the keys up to its last
+// query's position: a causal attention then does about half the products of the full square. The
+// (sequence, key/value head) pairs are spread over the rank's threads (parallel.hpp), each making
+// its small products alone: the query heads sharing a key/value head add to its dk and dv one by
+// one.
 #include "dtk/gpt/attention_kernels.hpp"
 
 #include <algorithm>
@@ -25,10 +27,12 @@ constexpr std::size_t kQueryBlock = 64;
 
 // The sizes of one call, checked against each other.
 struct Geometry {
-  std::size_t batch, heads, d, q_len, k_len;
+  std::size_t batch, heads, kv_heads, d, q_len, k_len;
   bool keys_increase;  // k_positions increasing: the keys a query sees are a prefix
 
-  std::size_t width() const { return heads * d; }
+  std::size_t width() const { return heads * d; }         // of q, out and dout
+  std::size_t kv_width() const { return kv_heads * d; }   // of k and v
+  std::size_t group() const { return heads / kv_heads; }  // query heads per key/value head
 };
 
 template <class T>
@@ -44,20 +48,29 @@ Geometry check(const char* function, const xt::xtensor<T, 2>& q, const xt::xtens
     fail("q has " + std::to_string(width) +
          " columns, not a multiple of heads = " + std::to_string(heads));
   }
+  const std::size_t d = width / heads, kv_width = k.shape(1);
+  if (d == 0 || kv_width == 0 || kv_width % d != 0 || heads % (kv_width / d) != 0) {
+    fail("k has " + std::to_string(kv_width) + " columns: expected kv_heads · d with kv_heads " +
+         "dividing heads = " + std::to_string(heads) + " (d = " + std::to_string(d) + ")");
+  }
   const std::size_t q_rows = std::size_t(batch) * q_positions.size();
   const std::size_t k_rows = std::size_t(batch) * k_positions.size();
-  if (q.shape(0) != q_rows || k.shape(0) != k_rows || v.shape(0) != k_rows || k.shape(1) != width ||
-      v.shape(1) != width) {
+  if (q.shape(0) != q_rows || k.shape(0) != k_rows || v.shape(0) != k_rows ||
+      v.shape(1) != kv_width) {
     fail("expected q (" + std::to_string(q_rows) + ", w) and k, v (" + std::to_string(k_rows) +
-         ", w) for batch " + std::to_string(batch) + ", " + std::to_string(q_positions.size()) +
+         ", kv_w) for batch " + std::to_string(batch) + ", " + std::to_string(q_positions.size()) +
          " query and " + std::to_string(k_positions.size()) + " key positions; got q (" +
          std::to_string(q.shape(0)) + ", " + std::to_string(q.shape(1)) + "), k (" +
          std::to_string(k.shape(0)) + ", " + std::to_string(k.shape(1)) + "), v (" +
          std::to_string(v.shape(0)) + ", " + std::to_string(v.shape(1)) + ")");
   }
-  return {std::size_t(batch), std::size_t(heads),
-          width / heads,      q_positions.size(),
-          k_positions.size(), std::is_sorted(k_positions.begin(), k_positions.end())};
+  return {std::size_t(batch),
+          std::size_t(heads),
+          kv_width / d,
+          d,
+          q_positions.size(),
+          k_positions.size(),
+          std::is_sorted(k_positions.begin(), k_positions.end())};
 }
 
 // One block of queries [first, first + rows) of sequence b and head h, and the keys [0, keys)
@@ -77,30 +90,39 @@ std::size_t visible_keys(const Geometry& g, const std::vector<int>& q_positions,
 }
 
 // Calls work(block, scratch) for every block of queries of every sequence and head. The
-// (sequence, head) pairs are spread over the threads; a pair's blocks run in order on one thread
-// (the backward adds each block's dk and dv to its pair's rows). scratch: 2 · 64 · S_k values of
-// the thread's own.
+// (sequence, key/value head) pairs are spread over the threads; a pair's query heads and their
+// blocks run in order on one thread (the backward adds each block's dk and dv to its pair's
+// rows). scratch: 2 · 64 · S_k values of the thread's own.
 template <class T, class Work>
 void for_each_block(const Geometry& g, const std::vector<int>& q_positions,
                     const std::vector<int>& k_positions, Work&& work) {
   gpt::parallel_for(
-      g.batch * g.heads,
+      g.batch * g.kv_heads,
       [&](std::size_t first_pair, std::size_t last_pair) {
         std::vector<T> scratch(2 * kQueryBlock * g.k_len);
         for (std::size_t pair = first_pair; pair < last_pair; ++pair) {
-          for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
-            const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
-            const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
-            work(Block{pair / g.heads, pair % g.heads, first, rows, keys}, scratch.data());
+          const std::size_t b = pair / g.kv_heads, kv_head = pair % g.kv_heads;
+          for (std::size_t h = kv_head * g.group(); h < (kv_head + 1) * g.group(); ++h) {
+            for (std::size_t first = 0; first < g.q_len; first += kQueryBlock) {
+              const std::size_t rows = std::min(kQueryBlock, g.q_len - first);
+              const std::size_t keys = visible_keys(g, q_positions, k_positions, first, rows);
+              work(Block{b, h, first, rows, keys}, scratch.data());
+            }
           }
         }
       },
       /*serial_blas=*/true);
 }
 
-// Offset of (row s of sequence b, first column of head h) in a (batch · len, heads · d) matrix.
+// Offset of (row s of sequence b, first column of query head h) in q, out or dout.
 std::size_t at(const Geometry& g, std::size_t len, std::size_t b, std::size_t s, std::size_t h) {
   return (b * len + s) * g.width() + h * g.d;
+}
+
+// Offset of (row 0 of sequence b, first column of the key/value head query head h reads) in k,
+// v, dk or dv.
+std::size_t keys_at(const Geometry& g, std::size_t b, std::size_t h) {
+  return b * g.k_len * g.kv_width() + h / g.group() * g.d;
 }
 
 // scores (rows, keys) = q_block · k_blockᵀ / √d, -infinity where the key is not seen.
@@ -111,7 +133,7 @@ void masked_scores(const Geometry& g, const Block& blk, const xt::xtensor<T, 2>&
   const T scale = T(1) / std::sqrt(T(g.d));
   gpt::gemm<T>(false, true, blk.rows, blk.keys, g.d, scale,
                q.data() + at(g, g.q_len, blk.b, blk.first, blk.h), g.width(),
-               k.data() + at(g, g.k_len, blk.b, 0, blk.h), g.width(), T(0), scores, blk.keys);
+               k.data() + keys_at(g, blk.b, blk.h), g.kv_width(), T(0), scores, blk.keys);
   const T minus_infinity = -std::numeric_limits<T>::infinity();
   for (std::size_t i = 0; i < blk.rows; ++i) {
     const int position = q_positions[blk.first + i];
@@ -166,7 +188,7 @@ AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt:
     }
     // out_block = P · v_block
     gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, T(1), p, blk.keys,
-                 v.data() + at(g, g.k_len, blk.b, 0, blk.h), g.width(), T(0),
+                 v.data() + keys_at(g, blk.b, blk.h), g.kv_width(), T(0),
                  result.out.data() + at(g, g.q_len, blk.b, blk.first, blk.h), g.width());
   });
   return result;
@@ -218,13 +240,13 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
     }
     const T* dout_block = dout.data() + at(g, g.q_len, blk.b, blk.first, blk.h);
     const T* q_block = q.data() + at(g, g.q_len, blk.b, blk.first, blk.h);
-    const std::size_t keys_at = at(g, g.k_len, blk.b, 0, blk.h);
+    const std::size_t kv_at = keys_at(g, blk.b, blk.h);
     // dV += Pᵀ · dout
     gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, T(1), p, blk.keys, dout_block, g.width(),
-                 T(1), grads.dv.data() + keys_at, g.width());
+                 T(1), grads.dv.data() + kv_at, g.kv_width());
     // dP = dout · Vᵀ
     gpt::gemm<T>(false, true, blk.rows, blk.keys, g.d, T(1), dout_block, g.width(),
-                 v.data() + keys_at, g.width(), T(0), dp, blk.keys);
+                 v.data() + kv_at, g.kv_width(), T(0), dp, blk.keys);
     // dS = P ⊙ (dP − D), kept in dp
     for (std::size_t i = 0; i < blk.rows; ++i) {
       const T d_i = d_rows(blk.b * g.q_len + blk.first + i, blk.h);
@@ -234,11 +256,11 @@ AttentionGrads<T> attention_block_backward(const xt::xtensor<T, 2>& q, const xt:
       }
     }
     // dQ = dS · K / √d (each block of queries is visited once per head), dK += dSᵀ · Q / √d
-    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, scale, dp, blk.keys, k.data() + keys_at,
-                 g.width(), T(0), grads.dq.data() + at(g, g.q_len, blk.b, blk.first, blk.h),
+    gpt::gemm<T>(false, false, blk.rows, g.d, blk.keys, scale, dp, blk.keys, k.data() + kv_at,
+                 g.kv_width(), T(0), grads.dq.data() + at(g, g.q_len, blk.b, blk.first, blk.h),
                  g.width());
     gpt::gemm<T>(true, false, blk.keys, g.d, blk.rows, scale, dp, blk.keys, q_block, g.width(),
-                 T(1), grads.dk.data() + keys_at, g.width());
+                 T(1), grads.dk.data() + kv_at, g.kv_width());
   });
   return grads;
 }

@@ -15,6 +15,7 @@ AttentionOutput<T> attention_block_forward_loops(const xt::xtensor<T, 2>& q,
                                                  int heads) {
   const std::size_t sq = q_positions.size(), sk = k_positions.size();
   const std::size_t d = q.shape(1) / heads;
+  const std::size_t group = q.shape(1) / k.shape(1);  // query heads per key/value head
   const T scale = T(1) / std::sqrt(T(d));
   AttentionOutput<T> r{
       xt::zeros<T>(q.shape()),
@@ -22,6 +23,7 @@ AttentionOutput<T> attention_block_forward_loops(const xt::xtensor<T, 2>& q,
   std::vector<T> scores(sk);
   for (std::size_t b = 0; b < std::size_t(batch); ++b) {
     for (std::size_t h = 0; h < std::size_t(heads); ++h) {
+      const std::size_t kv = h / group;  // the key/value head query head h reads
       for (std::size_t i = 0; i < sq; ++i) {
         const std::size_t row = b * sq + i;  // query i of sequence b
         // The scores of the keys query i sees, and the largest of them.
@@ -29,7 +31,7 @@ AttentionOutput<T> attention_block_forward_loops(const xt::xtensor<T, 2>& q,
         for (std::size_t j = 0; j < sk; ++j) {
           if (k_positions[j] > q_positions[i]) continue;
           T s = 0;
-          for (std::size_t c = 0; c < d; ++c) s += q(row, h * d + c) * k(b * sk + j, h * d + c);
+          for (std::size_t c = 0; c < d; ++c) s += q(row, h * d + c) * k(b * sk + j, kv * d + c);
           scores[j] = s * scale;
           largest = std::max(largest, scores[j]);
         }
@@ -43,7 +45,7 @@ AttentionOutput<T> attention_block_forward_loops(const xt::xtensor<T, 2>& q,
           if (k_positions[j] > q_positions[i]) continue;
           const T weight = std::exp(scores[j] - largest) / total;
           for (std::size_t c = 0; c < d; ++c)
-            r.out(row, h * d + c) += weight * v(b * sk + j, h * d + c);
+            r.out(row, h * d + c) += weight * v(b * sk + j, kv * d + c);
         }
         r.lse(row, h) = largest + std::log(total);
       }

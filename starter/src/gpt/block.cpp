@@ -11,10 +11,8 @@ namespace dtk::gpt {
 template <class T>
 Block<T>::Block(int index, const GptConfig& config, const GptLayout& layout,
                 const InitialWeights& init, const GptCommunication<T>& comm)
-    : ln1_("blocks." + std::to_string(index) + ".ln1", config.hidden, config.layer_norm_eps,
-           layout.keep_bf16),
-      ln2_("blocks." + std::to_string(index) + ".ln2", config.hidden, config.layer_norm_eps,
-           layout.keep_bf16),
+    : ln1_("blocks." + std::to_string(index) + ".ln1", config, layout.keep_bf16),
+      ln2_("blocks." + std::to_string(index) + ".ln2", config, layout.keep_bf16),
       attention_("blocks." + std::to_string(index) + ".attn", config, layout, init, comm) {
   const std::string prefix = "blocks." + std::to_string(index);
   if (config.mixture_of_experts()) {

@@ -14,11 +14,20 @@ Embedding<T>::Embedding(const GptConfig& config, const GptLayout& layout,
           "wte.weight", init.normal("wte.weight", config.vocab_size, config.hidden, 0.02),
           index_range(layout.vocab_begin(config),
                       layout.vocab_begin(config) + layout.local_vocab(config)))),
-      position_table(
-          whole<T>("wpe.weight", init.normal("wpe.weight", config.seq_len, config.hidden, 0.02))),
+      position_table(config.llama()
+                         ? Parameter<T>{}
+                         : whole<T>("wpe.weight", init.normal("wpe.weight", config.seq_len,
+                                                              config.hidden, 0.02))),
       comm_(comm),
+      seq_len_(config.seq_len),
       vocab_begin_(layout.vocab_begin(config)),
       local_vocab_(layout.local_vocab(config)) {}
+
+template <class T>
+std::vector<Parameter<T>*> Embedding<T>::parameters() {
+  if (position_table.value.size() == 0) return {&token_table};
+  return {&token_table, &position_table};
+}
 
 template <class T>
 const Matrix<T>& Embedding<T>::forward(const Tokens& tokens,
@@ -34,11 +43,12 @@ const Matrix<T>& Embedding<T>::forward(const Tokens& tokens,
   }
   for (std::size_t row = 0; row < x_.shape(0); ++row) {
     const int position = stream_positions[row % per_sequence];
-    if (position < 0 || std::size_t(position) >= position_table.value.shape(0)) {
+    if (position < 0 || position >= seq_len_) {
       throw std::invalid_argument("Embedding: position " + std::to_string(position) +
                                   " is outside the model's context [0, " +
-                                  std::to_string(position_table.value.shape(0)) + ")");
+                                  std::to_string(seq_len_) + ")");
     }
+    if (position_table.value.size() == 0) continue;  // a Llama's: rotary positions
     const T* wpe = position_table.value.data() + position * h;
     for (std::size_t c = 0; c < h; ++c) x_(row, c) += wpe[c];
   }
@@ -49,7 +59,7 @@ template <class T>
 void Embedding<T>::backward(const Matrix<T>& stream_grad, int slot) {
   const Saved& s = saved_.read(slot);
   const std::size_t per_sequence = s.stream_positions.size(), h = stream_grad.shape(1);
-  for (std::size_t row = 0; row < stream_grad.shape(0); ++row) {
+  for (std::size_t row = 0; position_table.value.size() != 0 && row < stream_grad.shape(0); ++row) {
     T* wpe = position_table.grad.data() + s.stream_positions[row % per_sequence] * h;
     for (std::size_t c = 0; c < h; ++c) wpe[c] += stream_grad(row, c);
   }

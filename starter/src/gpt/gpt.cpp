@@ -38,7 +38,7 @@ Gpt<T>::Gpt(const GptConfig& config, const GptLayout& layout, std::uint32_t seed
     blocks_.emplace_back(l, config_, layout_, init, comm_);
   }
   if (layout.holds_head(config)) {
-    final_norm_.emplace("ln_f", config.hidden, config.layer_norm_eps, layout.keep_bf16);
+    final_norm_.emplace("ln_f", config_, layout.keep_bf16);
     lm_head_.emplace(column_slice<T>(
         "lm_head.weight", init.normal("lm_head.weight", config.hidden, config.vocab_size, 0.02),
         layout.vocab_begin(config), layout.vocab_begin(config) + layout.local_vocab(config)));
@@ -336,13 +336,20 @@ std::size_t Gpt<T>::workspace_bytes() const {
   return total;
 }
 
+namespace {
+
+// W1's columns: f, or a Llama's 2f (W_gate and W_up).
+double fc1_width(const GptConfig& c) { return (c.llama() ? 2.0 : 1.0) * c.mlp_width(); }
+
+}  // namespace
+
 std::vector<double> piece_flops(const GptConfig& c) {
-  const double h = c.hidden, T = c.seq_len, V = c.vocab_size;
-  const double mlp =
-      c.mixture_of_experts() ? c.top_k * 2 * (8 * h * h) + 2 * h * c.experts : 2 * (8 * h * h);
-  // Per token: Q, K, V and the output projection (2 · 4h²), the scores and the weighted values
-  // (2 · T · h each), the MLP; and the LM head.
-  std::vector<double> pieces(c.layers + 2, 2 * 4 * h * h + 4 * T * h + mlp);
+  const double h = c.hidden, T = c.seq_len, V = c.vocab_size, f = c.mlp_width();
+  const double one_mlp = 2 * (h * fc1_width(c) + f * h);  // W1, W2 (GPT-2's 16h²)
+  const double mlp = c.mixture_of_experts() ? c.top_k * one_mlp + 2 * h * c.experts : one_mlp;
+  // Per token: Q, K, V and the output projection (2 · h · ((a + 2kv) d + h), GPT-2's 2 · 4h²),
+  // the scores and the weighted values (2 · T · h each), the MLP; and the LM head.
+  std::vector<double> pieces(c.layers + 2, 2 * h * (c.qkv_width() + h) + 4 * T * h + mlp);
   pieces.front() = 0;
   pieces.back() = 2 * h * V;
   return pieces;
@@ -354,7 +361,7 @@ double recompute_flops(const GptConfig& c, double tokens, Recompute recompute) {
     case Recompute::None:
       return 0;
     case Recompute::Selective:  // W1's product of each token's MLP (its k experts' with experts)
-      return c.layers * (c.mixture_of_experts() ? c.top_k : 1) * 2 * (4 * h * h) * tokens;
+      return c.layers * (c.mixture_of_experts() ? c.top_k : 1) * 2 * (h * fc1_width(c)) * tokens;
     case Recompute::Full:  // every block's forward
       return c.layers * piece_flops(c)[1] * tokens;
   }
@@ -369,11 +376,16 @@ double training_flops(const GptConfig& c, double tokens) {
 
 std::int64_t parameter_count(const GptConfig& c) {
   const std::int64_t h = c.hidden, V = c.vocab_size, T = c.seq_len, E = c.experts;
-  const std::int64_t mlp = 8 * h * h + 4 * h + h;                // W1, b1, W2, b2
-  const std::int64_t attention = 3 * h * h + 3 * h + h * h + h;  // W_qkv, b_qkv, W_proj, b_proj
+  const std::int64_t f = c.mlp_width(), qkv = c.qkv_width();
+  // A Llama has no biases, no bias in its norms, no position table.
+  const std::int64_t biases = c.llama() ? 0 : 1;
+  const std::int64_t norm = (1 + biases) * h;
+  const std::int64_t mlp = c.llama() ? 3 * h * f                        // W_gate, W_up, W2
+                                     : h * f + f + f * h + h;           // W1, b1, W2, b2
+  const std::int64_t attention = h * qkv + h * h + biases * (qkv + h);  // W_qkv, W_proj (+ b)
   const std::int64_t block =
-      2 * (2 * h) + attention + (c.mixture_of_experts() ? h * E + E * mlp : mlp);
-  return V * h + T * h + c.layers * block + 2 * h + h * V;
+      2 * norm + attention + (c.mixture_of_experts() ? h * E + E * mlp : mlp);
+  return V * h + biases * T * h + c.layers * block + norm + h * V;
 }
 
 template class Gpt<float>;

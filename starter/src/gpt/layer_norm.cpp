@@ -10,10 +10,12 @@
 namespace dtk::gpt {
 
 template <class T>
-LayerNorm<T>::LayerNorm(const std::string& name, int width, double eps, Bf16Rounding keep_bf16)
-    : weight(whole<T>(name + ".weight", constant(1, width, 1.0))),
-      bias(whole<T>(name + ".bias", constant(1, width, 0.0))),
-      eps_(static_cast<T>(eps)),
+LayerNorm<T>::LayerNorm(const std::string& name, const GptConfig& config, Bf16Rounding keep_bf16)
+    : weight(whole<T>(name + ".weight", constant(1, config.hidden, 1.0))),
+      bias(config.llama() ? Parameter<T>{}
+                          : whole<T>(name + ".bias", constant(1, config.hidden, 0.0))),
+      rms_(config.llama()),
+      eps_(static_cast<T>(config.layer_norm_eps)),
       keep_bf16_(std::move(keep_bf16)) {}
 
 template <class T>
@@ -24,15 +26,17 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x, int slot) {
   ensure_shape(s.y, rows, h);
   s.inv_std.resize({rows});
   const T* w = weight.value.data();
-  const T* b = bias.value.data();
+  const T* b = rms_ ? nullptr : bias.value.data();
   parallel_for(rows, [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i) {
       const T* in = x.data() + i * h;
       T* xhat = s.normalized.data() + i * h;
       T* out = s.y.data() + i * h;
-      T mean = 0;
-      for (std::size_t j = 0; j < h; ++j) mean += in[j];
-      mean /= T(h);
+      T mean = 0;  // RMSNorm's "variance" is mean(x²): the mean taken as 0
+      if (!rms_) {
+        for (std::size_t j = 0; j < h; ++j) mean += in[j];
+        mean /= T(h);
+      }
       T variance = 0;
       for (std::size_t j = 0; j < h; ++j) variance += (in[j] - mean) * (in[j] - mean);
       variance /= T(h);
@@ -40,7 +44,7 @@ const Matrix<T>& LayerNorm<T>::forward(const Matrix<T>& x, int slot) {
       s.inv_std(i) = inv_std;
       for (std::size_t j = 0; j < h; ++j) {
         xhat[j] = (in[j] - mean) * inv_std;
-        out[j] = xhat[j] * w[j] + b[j];
+        out[j] = b ? xhat[j] * w[j] + b[j] : xhat[j] * w[j];
       }
     }
   });
@@ -67,7 +71,7 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy, int slot) {
         mean_dxhat += dxhat;
         mean_dxhat_xhat += dxhat * xhat[j];
       }
-      mean_dxhat /= T(h);
+      mean_dxhat = rms_ ? T(0) : mean_dxhat / T(h);
       mean_dxhat_xhat /= T(h);
       for (std::size_t j = 0; j < h; ++j) {
         out[j] = (g[j] * w[j] - mean_dxhat - xhat[j] * mean_dxhat_xhat) * s.inv_std(i);
@@ -76,13 +80,13 @@ const Matrix<T>& LayerNorm<T>::backward(const Matrix<T>& dy, int slot) {
   });
   // The parameters' gradients, summed over the rows in order (the same sums every run).
   T* dw = weight.grad.data();
-  T* db = bias.grad.data();
+  T* db = rms_ ? nullptr : bias.grad.data();
   for (std::size_t i = 0; i < rows; ++i) {
     const T* g = dy.data() + i * h;
     const T* xhat = s.normalized.data() + i * h;
-    for (std::size_t j = 0; j < h; ++j) {
-      dw[j] += g[j] * xhat[j];
-      db[j] += g[j];
+    for (std::size_t j = 0; j < h; ++j) dw[j] += g[j] * xhat[j];
+    if (db) {
+      for (std::size_t j = 0; j < h; ++j) db[j] += g[j];
     }
   }
   return dx_;

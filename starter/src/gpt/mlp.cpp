@@ -58,6 +58,44 @@ void gelu_backward(const Matrix<T>& u, const Matrix<T>& out_grad, Matrix<T>& gra
   });
 }
 
+// SwiGLU: out = SiLU(gate) ⊙ up, with gate and up the two halves of each row of
+// pre_activation (N, 2w).
+template <class T>
+void swiglu(const Matrix<T>& pre_activation, Matrix<T>& out) {
+  const std::size_t rows = pre_activation.shape(0), w = pre_activation.shape(1) / 2;
+  ensure_shape(out, rows, w);
+  parallel_for(rows, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T* gate = pre_activation.data() + i * 2 * w;
+      const T* up = gate + w;
+      T* o = out.data() + i * w;
+      for (std::size_t j = 0; j < w; ++j) o[j] = gate[j] / (T(1) + std::exp(-gate[j])) * up[j];
+    }
+  });
+}
+
+// grad (N, 2w) = [d gate | d up] from out_grad (N, w):
+//   d up = out_grad ⊙ SiLU(gate),   d gate = out_grad ⊙ up ⊙ σ(gate) (1 + gate (1 − σ(gate)))
+template <class T>
+void swiglu_backward(const Matrix<T>& pre_activation, const Matrix<T>& out_grad, Matrix<T>& grad) {
+  const std::size_t rows = pre_activation.shape(0), w = pre_activation.shape(1) / 2;
+  ensure_shape(grad, rows, 2 * w);
+  parallel_for(rows, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const T* gate = pre_activation.data() + i * 2 * w;
+      const T* up = gate + w;
+      const T* g = out_grad.data() + i * w;
+      T* d_gate = grad.data() + i * 2 * w;
+      T* d_up = d_gate + w;
+      for (std::size_t j = 0; j < w; ++j) {
+        const T sigmoid = T(1) / (T(1) + std::exp(-gate[j]));
+        d_up[j] = g[j] * gate[j] * sigmoid;
+        d_gate[j] = g[j] * up[j] * sigmoid * (T(1) + gate[j] * (T(1) - sigmoid));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -71,7 +109,7 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout&
 template <class T>
 Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout& layout,
             const InitialWeights& init)
-    : Mlp(prefix, config, layout, init, index_range(0, 4 * config.hidden), Sharing::Expert,
+    : Mlp(prefix, config, layout, init, index_range(0, config.mlp_width()), Sharing::Expert,
           nullptr) {}
 
 namespace {
@@ -82,6 +120,32 @@ Parameter<T> shared_as(Parameter<T> p, Sharing sharing) {
   return p;
 }
 
+// fc1's columns for the hidden columns `hidden` of f: those, and for SwiGLU the same of W_up
+// (+ f) after them.
+std::vector<int> fc1_columns(const GptConfig& config, const std::vector<int>& hidden) {
+  std::vector<int> columns = hidden;
+  if (config.llama()) {
+    for (const int column : hidden) columns.push_back(column + config.mlp_width());
+  }
+  return columns;
+}
+
+// fc1: W1 (h, f) with b1, or a Llama's [W_gate | W_up] (h, 2f) alone.
+template <class T>
+Linear<T> make_fc1(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
+                   const std::vector<int>& hidden, Sharing sharing) {
+  const int width = (config.llama() ? 2 : 1) * config.mlp_width();
+  const std::vector<int> columns = fc1_columns(config, hidden);
+  Parameter<T> weight = shared_as(
+      column_slice<T>(prefix + ".fc1.weight",
+                      init.normal(prefix + ".fc1.weight", config.hidden, width, 0.02), columns),
+      sharing);
+  if (config.llama()) return Linear<T>(std::move(weight));
+  return Linear<T>(
+      std::move(weight),
+      shared_as(column_slice<T>(prefix + ".fc1.bias", constant(1, width, 0.0), columns), sharing));
+}
+
 }  // namespace
 
 template <class T>
@@ -89,22 +153,18 @@ Mlp<T>::Mlp(const std::string& prefix, const GptConfig& config, const GptLayout&
             const InitialWeights& init, const std::vector<int>& hidden_columns, Sharing sharing,
             const GptCommunication<T>* comm)
     : comm_(comm),
-      fc1_(shared_as(column_slice<T>(prefix + ".fc1.weight",
-                                     init.normal(prefix + ".fc1.weight", config.hidden,
-                                                 4 * config.hidden, 0.02),
-                                     hidden_columns),
-                     sharing),
-           shared_as(column_slice<T>(prefix + ".fc1.bias", constant(1, 4 * config.hidden, 0.0),
-                                     hidden_columns),
-                     sharing)),
+      swiglu_(config.llama()),
+      fc1_(make_fc1<T>(prefix, config, init, hidden_columns, sharing)),
       // GPT-2 scales the products that add to the residual stream by 1/√(2L).
       fc2_(shared_as(row_slice<T>(prefix + ".fc2.weight",
-                                  init.normal(prefix + ".fc2.weight", 4 * config.hidden,
+                                  init.normal(prefix + ".fc2.weight", config.mlp_width(),
                                               config.hidden, 0.02 / std::sqrt(2.0 * config.layers)),
                                   hidden_columns),
                      sharing)),
-      fc2_bias_(whole<T>(prefix + ".fc2.bias", constant(1, config.hidden, 0.0),
-                         sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)),
+      fc2_bias_(config.llama()
+                    ? Parameter<T>{}
+                    : whole<T>(prefix + ".fc2.bias", constant(1, config.hidden, 0.0),
+                               sharing == Sharing::Expert ? Sharing::Expert : Sharing::Replicated)),
       recompute_hidden_(layout.recompute == Recompute::Selective),
       keep_bf16_(layout.keep_bf16) {}
 
@@ -113,7 +173,11 @@ void Mlp<T>::hidden_activation(const Matrix<T>& input, Matrix<T>& pre_activation
                                Matrix<T>& hidden) {
   fc1_.forward(input, pre_activation);
   round_in_place(pre_activation, keep_bf16_);
-  gelu(pre_activation, hidden);
+  if (swiglu_) {
+    swiglu(pre_activation, hidden);
+  } else {
+    gelu(pre_activation, hidden);
+  }
   round_in_place(hidden, keep_bf16_);
 }
 
@@ -135,21 +199,25 @@ const Matrix<T>& Mlp<T>::forward(const Matrix<T>& x, int slot) {
   fc2_.forward(hidden, partial_);
   if (recompute_hidden_) release_recomputed();
   y_ = comm_ ? communicate(comm_->exit_forward, partial_, exited_) : partial_;  // g
-  add_row(y_, fc2_bias_.value);
+  if (!swiglu_) add_row(y_, fc2_bias_.value);
   return y_;
 }
 
 template <class T>
 const Matrix<T>& Mlp<T>::backward(const Matrix<T>& dy, int slot) {
   Saved& s = saved_.read(slot);
-  add_column_sums(dy, fc2_bias_.grad);
+  if (!swiglu_) add_column_sums(dy, fc2_bias_.grad);
   const Matrix<T>& partial_grad = comm_ ? communicate(comm_->exit_backward, dy, exited_) : dy;
   if (recompute_hidden_)
     hidden_activation(*s.input, recomputed_pre_activation_, recomputed_hidden_);
   const Matrix<T>& pre_activation =
       recompute_hidden_ ? recomputed_pre_activation_ : s.pre_activation;
   fc2_.backward(recompute_hidden_ ? recomputed_hidden_ : s.hidden, partial_grad, hidden_grad_);
-  gelu_backward(pre_activation, hidden_grad_, pre_activation_grad_);
+  if (swiglu_) {
+    swiglu_backward(pre_activation, hidden_grad_, pre_activation_grad_);
+  } else {
+    gelu_backward(pre_activation, hidden_grad_, pre_activation_grad_);
+  }
   fc1_.backward(*s.input, pre_activation_grad_, input_grad_);
   if (recompute_hidden_) release_recomputed();
   // fc1's backward has read f(x): its buffer can take f's backward now.
@@ -160,7 +228,7 @@ template <class T>
 std::vector<Parameter<T>*> Mlp<T>::parameters() {
   std::vector<Parameter<T>*> all = fc1_.parameters();
   all.push_back(&fc2_.weight);
-  all.push_back(&fc2_bias_);
+  if (!swiglu_) all.push_back(&fc2_bias_);
   return all;
 }
 
@@ -176,7 +244,8 @@ std::vector<Matrix<T>*> Mlp<T>::kept(int slot) {
 template <class T>
 std::size_t Mlp<T>::activation_bytes() const {
   // f(x) for W1's gradient when f made it (else entered holds only f's backward: a
-  // workspace), x · W1 + b1 for GELU's, GELU(·) for W2's (empty when recomputed).
+  // workspace), x · W1 (+ b1) for the activation's, the activation for W2's (empty when
+  // recomputed).
   const bool entered = comm_ && comm_->enter_forward;
   return saved_.total([entered](const Saved& s) {
     return (entered ? bytes_of(s.entered) : 0) + bytes_of(s.pre_activation, s.hidden);

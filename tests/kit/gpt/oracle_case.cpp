@@ -1,9 +1,10 @@
 // One batch through the kit's GPT, written as JSON for check_oracle.py to replay in PyTorch:
 // the configuration, the batch, every parameter's value and gradient, the logits and the loss.
 //
-// usage: kit_gpt_oracle_case float|double EXPERTS TOP_K OUT.json
-// Every parameter is drawn at random (LayerNorm weights around 1) rather than left at its
-// starting value, so that no term of the model is hidden by a zero or a one.
+// usage: kit_gpt_oracle_case float|double gpt2|llama KV_HEADS EXPERTS TOP_K OUT.json
+// (KV_HEADS: a Llama's key/value heads, 0 for as many as the 4 heads.) Every parameter is drawn
+// at random (norm weights around 1) rather than left at its starting value, so that no term of
+// the model is hidden by a zero or a one.
 #include <dtk/gpt/gpt.hpp>
 
 #include <cstdio>
@@ -51,7 +52,10 @@ nlohmann::json run(const GptConfig& config) {
   model.backward();
 
   nlohmann::json out;
-  out["config"] = {{"vocab_size", config.vocab_size},
+  out["config"] = {{"arch", dtk::gpt::architecture_name(config.arch)},
+                   {"kv_heads", config.key_value_heads()},
+                   {"rope_theta", config.rope_theta},
+                   {"vocab_size", config.vocab_size},
                    {"seq_len", config.seq_len},
                    {"layers", config.layers},
                    {"hidden", config.hidden},
@@ -77,8 +81,9 @@ nlohmann::json run(const GptConfig& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::cerr << "usage: kit_gpt_oracle_case float|double EXPERTS TOP_K OUT.json\n";
+  if (argc != 7) {
+    std::cerr << "usage: kit_gpt_oracle_case float|double gpt2|llama KV_HEADS EXPERTS TOP_K "
+                 "OUT.json\n";
     return 2;
   }
   GptConfig config;
@@ -87,11 +92,14 @@ int main(int argc, char** argv) {
   config.layers = 2;
   config.hidden = 32;
   config.heads = 4;
-  config.experts = std::stoi(argv[2]);
-  config.top_k = std::stoi(argv[3]);
+  config.arch = std::string(argv[2]) == "llama" ? dtk::gpt::Architecture::Llama
+                                                : dtk::gpt::Architecture::Gpt2;
+  config.kv_heads = std::stoi(argv[3]);
+  config.experts = std::stoi(argv[4]);
+  config.top_k = std::stoi(argv[5]);
   config.aux_loss_coef = 0.05;
   const std::string dtype = argv[1];
   const nlohmann::json out = dtype == "double" ? run<double>(config) : run<float>(config);
-  std::ofstream(argv[4]) << out.dump() << "\n";
+  std::ofstream(argv[6]) << out.dump() << "\n";
   return 0;
 }

@@ -3,14 +3,19 @@
 //     by absolute position, also for queries and keys at scattered positions (zigzag chunks);
 //   - two disjoint blocks of keys, merged with the lse formula, give the block of all keys (what
 //     ring attention relies on); a row that sees no key has lse −∞ and out 0;
+//   - grouped-query attention (k and v of fewer heads): the loops' out, and multi-head attention's
+//     on the keys and values repeated per query head, its dk and dv summed over each group;
 //   - attention_block_backward equals finite differences, and summed over blocks of keys equals
 //     the backward over all of them;
-//   - the whole model's gradients (dense and mixture of experts) equal finite differences;
+//   - the whole model's gradients (dense, mixture of experts, a multi-query Llama) equal finite
+//     differences;
 //   - micro-batches in flight (slots.hpp): two forwards before their backwards give the gradients
 //     of each forward followed by its backward, bit for bit;
 //   - the model cut into a pipeline's pieces (GptLayout::piece_begin, piece_end), each stage's
 //     stream handed to the next and its gradient back, gives the whole model's loss and
 //     gradients bit for bit;
+//   - the parameters and a block's forward FLOPs of GPT-2's and a Llama's shape are Part 4's
+//     counts of the same config.json (the reference's model_training_cost_analysis);
 //   - a float model keeping its activations as bf16 (bf16_store.hpp): 2 bytes a kept value, 4 a
 //     statistic, nothing left once the backward has read them; gradients within 2 % of float's
 //     (and not equal), the same bits on every run and with micro-batches in flight.
@@ -21,8 +26,11 @@
 #include <dtk/gpt/attention_loops.hpp>
 #include <dtk/gpt/gpt.hpp>
 #include <dtk/memory.hpp>
+#include <dtk/model_training_cost_analysis.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -105,6 +113,70 @@ TEST_CASE("kit | attention_block_forward: direct softmax attention, causal by po
           std::to_string(qp.size()) + " queries, " + std::to_string(kp.size()) + " keys";
       check_same(check, name + ": out", expected.out, actual.out);
       check_same(check, name + ": lse", expected.lse, actual.lse);
+    }
+  });
+}
+
+namespace {
+
+// Grouped-query k or v (rows, kv · d) widened to every query head: query head h's columns are
+// key/value head h / (heads/kv)'s (Hugging Face's repeat_kv).
+Matrix repeat_kv(const Matrix& m, int heads, int d) {
+  const int kv = int(m.shape(1)) / d, group = heads / kv;
+  Matrix wide({m.shape(0), std::size_t(heads * d)});
+  for (std::size_t r = 0; r < m.shape(0); ++r) {
+    for (int h = 0; h < heads; ++h) {
+      for (int c = 0; c < d; ++c) wide(r, h * d + c) = m(r, (h / group) * d + c);
+    }
+  }
+  return wide;
+}
+
+// The gradient of repeat_kv's input: each key/value head's columns summed over its query heads.
+Matrix sum_over_groups(const Matrix& wide, int kv, int d) {
+  const int heads = int(wide.shape(1)) / d, group = heads / kv;
+  Matrix m = xt::zeros<double>({wide.shape(0), std::size_t(kv * d)});
+  for (std::size_t r = 0; r < wide.shape(0); ++r) {
+    for (int h = 0; h < heads; ++h) {
+      for (int c = 0; c < d; ++c) m(r, (h / group) * d + c) += wide(r, h * d + c);
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "kit | attention kernels, grouped-query: k and v of kv heads read by heads/kv query heads each",
+    "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    std::mt19937 rng(4);
+    const int batch = 2, heads = 4, d = 3;
+    const std::vector<int> qp = {0, 1, 2, 3, 12, 13, 14, 15}, kp = range(0, 16);
+    for (const int kv : {1, 2}) {
+      const std::string name = std::to_string(kv) + " key/value heads: ";
+      const Matrix q = random_matrix(batch * qp.size(), heads * d, rng);
+      const Matrix k = random_matrix(batch * kp.size(), kv * d, rng);
+      const Matrix v = random_matrix(batch * kp.size(), kv * d, rng);
+      const Matrix dout = random_matrix(batch * qp.size(), heads * d, rng);
+      const Matrix wide_k = repeat_kv(k, heads, d), wide_v = repeat_kv(v, heads, d);
+      // Against the loops, and against multi-head attention on the repeated keys and values.
+      const auto loops = dtk::attention_block_forward_loops(q, k, v, qp, kp, batch, heads);
+      const auto grouped = dtk::attention_block_forward(q, k, v, qp, kp, batch, heads);
+      const auto wide = dtk::attention_block_forward(q, wide_k, wide_v, qp, kp, batch, heads);
+      check_same(check, name + "out against the loops", loops.out, grouped.out);
+      check_same(check, name + "out against repeated keys", wide.out, grouped.out);
+      check_same(check, name + "lse against repeated keys", wide.lse, grouped.lse);
+      // The backward: dq as multi-head's, dk and dv its sums over each group of query heads.
+      const auto g = dtk::attention_block_backward(q, k, v, grouped.out, grouped.lse, dout, qp, kp,
+                                                   batch, heads);
+      const auto w = dtk::attention_block_backward(q, wide_k, wide_v, wide.out, wide.lse, dout, qp,
+                                                   kp, batch, heads);
+      check_same(check, name + "dq", w.dq, g.dq);
+      check_same(check, name + "dk summed over its query heads", sum_over_groups(w.dk, kv, d),
+                 g.dk);
+      check_same(check, name + "dv summed over its query heads", sum_over_groups(w.dv, kv, d),
+                 g.dv);
     }
   });
 }
@@ -223,8 +295,15 @@ dtk::gpt::GptConfig small_config(int experts, int top_k) {
   return config;
 }
 
-void check_model_gradients(Checks& check, int experts, int top_k) {
-  const dtk::gpt::GptConfig config = small_config(experts, top_k);
+// A Llama of small_config's shape: one key/value head for its two query heads.
+dtk::gpt::GptConfig small_llama() {
+  dtk::gpt::GptConfig config = small_config(0, 1);
+  config.arch = dtk::gpt::Architecture::Llama;
+  config.kv_heads = 1;
+  return config;
+}
+
+void check_model_gradients(Checks& check, const dtk::gpt::GptConfig& config) {
   dtk::gpt::Gpt<double> model(config, dtk::gpt::one_rank_layout(config), 7);
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0.0, 0.5);
@@ -264,8 +343,9 @@ void check_model_gradients(Checks& check, int experts, int top_k) {
 
 TEST_CASE("kit | Gpt<double>: every parameter's gradient equals finite differences", "[gpt]") {
   dtk::testing::on_every_rank(1, [](Checks& check) {
-    check_model_gradients(check, 0, 1);
-    check_model_gradients(check, 4, 2);
+    check_model_gradients(check, small_config(0, 1));
+    check_model_gradients(check, small_config(4, 2));
+    check_model_gradients(check, small_llama());
   });
 }
 
@@ -475,5 +555,52 @@ TEST_CASE("kit | Gpt<float> keeping bf16 activations: 2 bytes a kept value, near
                                               std::to_string(off) + ", expected within (0, 0.02)");
       }
     }
+  });
+}
+
+namespace {
+
+// The Hugging Face config.json of `c` (Part 4's keys), written to a file of its own.
+std::string hugging_face_config(const dtk::gpt::GptConfig& c, const std::string& path) {
+  std::ofstream file(path);
+  if (c.llama()) {
+    file << "{\"hidden_size\": " << c.hidden << ", \"intermediate_size\": " << c.mlp_width()
+         << ", \"num_attention_heads\": " << c.heads
+         << ", \"num_key_value_heads\": " << c.key_value_heads()
+         << ", \"num_hidden_layers\": " << c.layers << ", \"vocab_size\": " << c.vocab_size
+         << ", \"max_position_embeddings\": " << c.seq_len << "}";
+  } else {
+    file << "{\"model_type\": \"gpt2\", \"n_embd\": " << c.hidden << ", \"n_head\": " << c.heads
+         << ", \"n_layer\": " << c.layers << ", \"vocab_size\": " << c.vocab_size
+         << ", \"n_positions\": " << c.seq_len << ", \"tie_word_embeddings\": false}";
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("kit | the model's parameter and FLOP counts are Part 4's of its config.json", "[gpt]") {
+  dtk::testing::on_every_rank(1, [](Checks& check) {
+    dtk::gpt::GptConfig gpt2;  // the defaults: V 128, T 128, L 4, h 256, a 4
+    dtk::gpt::GptConfig llama = gpt2;
+    llama.arch = dtk::gpt::Architecture::Llama;
+    llama.kv_heads = 2;
+    dtk::gpt::GptConfig mqa = llama;
+    mqa.kv_heads = 1;
+    const std::string path = "kit_gpt_part4_config.json";
+    for (const auto& [name, c] :
+         {std::pair{"GPT-2", gpt2}, {"Llama, 2 KV heads", llama}, {"Llama, multi-query", mqa}}) {
+      const dtk::TrainingCost part4 =
+          dtk::model_training_cost_analysis(hugging_face_config(c, path));
+      check.equal(std::string(name) + ": parameters", part4.num_parameters,
+                  dtk::gpt::parameter_count(c));
+      // Part 4: one layer's forward over the T positions of one sequence.
+      const double part4_flops = part4.num_tflops * 1e12,
+                   flops = dtk::gpt::piece_flops(c)[1] * c.seq_len;
+      check.that(std::abs(flops - part4_flops) <= 1e-12 * part4_flops,
+                 std::string(name) + ": a block's forward FLOPs over T positions " +
+                     std::to_string(flops) + ", Part 4's " + std::to_string(part4_flops));
+    }
+    std::remove(path.c_str());
   });
 }

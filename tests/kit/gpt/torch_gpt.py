@@ -1,5 +1,5 @@
-"""The kit's GPT (starter/include/dtk/gpt/gpt.hpp) in PyTorch: the oracle of the kit test
-check_oracle.py and the opponent of bench/gpt_benchmark.sh.
+"""The kit's GPT (starter/include/dtk/gpt/gpt.hpp) in PyTorch, GPT-2's block and a Llama's: the
+oracle of the kit test check_oracle.py and the opponent of bench/gpt_benchmark.sh.
 
 Parameters are named and shaped as the kit names and shapes its own: a weight is (in, out) and
 multiplies from the right (y = x @ W + b), a bias or a LayerNorm's weight is (1, n). So the kit's
@@ -37,6 +37,45 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, x.shape[-1:], self.weight.view(-1), self.bias.view(-1), self.eps)
 
 
+class RMSNorm(nn.Module):
+    """A Llama's norm: x / sqrt(mean(x^2) + eps) * weight; weight (1, width)."""
+
+    def __init__(self, width, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(1, width))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def norm(c):
+    """The block's norm: a Llama's RMSNorm or GPT-2's LayerNorm."""
+    cls = RMSNorm if c["arch"] == "llama" else LayerNorm
+    return cls(c["hidden"], c["layer_norm_eps"])
+
+
+def mlp_width(c):
+    """The MLP's hidden width f: GPT-2's 4h, a Llama's 8h/3 rounded up to a multiple of 64."""
+    return (8 * c["hidden"] // 3 + 63) // 64 * 64 if c["arch"] == "llama" else 4 * c["hidden"]
+
+
+def rotate(x, positions, theta, pairs="half"):
+    """Rotary positions on x (batch, heads, seq, d): pairs (i, i + d/2) turned by
+    position * theta^(-2i/d). pairs="interleaved" turns (2i, 2i + 1) instead: Meta's original
+    layout, a different model (the negative control's)."""
+    d = x.shape[-1]
+    angles = positions.to(x.dtype).view(-1, 1) * theta ** (
+        -torch.arange(0, d, 2, dtype=x.dtype) / d)  # (seq, d/2)
+    cos, sin = angles.cos(), angles.sin()
+    if pairs == "interleaved":
+        first, second = x[..., 0::2], x[..., 1::2]
+        return torch.stack((first * cos - second * sin, second * cos + first * sin),
+                           dim=-1).flatten(-2)
+    first, second = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
+
+
 class Mlp(nn.Module):
     def __init__(self, hidden, gelu):
         super().__init__()
@@ -48,19 +87,48 @@ class Mlp(nn.Module):
         return self.fc2(self.gelu(self.fc1(x)))
 
 
-class Attention(nn.Module):
-    def __init__(self, hidden, heads):
+class SwiGluMlp(nn.Module):
+    """A Llama's MLP: fc1 = [W_gate | W_up] (h, 2f), fc2 (f, h), no biases."""
+
+    def __init__(self, hidden, width):
         super().__init__()
-        self.qkv = Linear(hidden, 3 * hidden)
-        self.proj = Linear(hidden, hidden)
-        self.heads = heads
+        self.fc1 = Linear(hidden, 2 * width, bias=False)
+        self.fc2 = Linear(width, hidden, bias=False)
+
+    def forward(self, x):
+        gate, up = self.fc1(x).chunk(2, dim=-1)
+        return self.fc2(F.silu(gate) * up)
+
+
+def make_mlp(c, gelu):
+    return SwiGluMlp(c["hidden"], mlp_width(c)) if c["arch"] == "llama" else Mlp(c["hidden"], gelu)
+
+
+class Attention(nn.Module):
+    """GPT-2's (biases, every head its own keys) or a Llama's: no biases, kv key/value heads
+    (query head j reads head j // (a / kv)), q and k turned by rotary positions."""
+
+    def __init__(self, c, pairs="half"):
+        super().__init__()
+        hidden, self.heads = c["hidden"], c["heads"]
+        self.llama = c["arch"] == "llama"
+        self.kv_heads = c["kv_heads"] if self.llama else self.heads
+        self.theta, self.pairs = c.get("rope_theta", 10000.0), pairs
+        d = hidden // self.heads
+        self.qkv = Linear(hidden, (self.heads + 2 * self.kv_heads) * d, bias=not self.llama)
+        self.proj = Linear(hidden, hidden, bias=not self.llama)
 
     def forward(self, x, positions):
         batch, seq, hidden = x.shape
         d = hidden // self.heads
         # Columns [Q | K | V], head j's d columns [j d, (j + 1) d) inside each.
-        q, k, v = self.qkv(x).split(hidden, dim=-1)
-        q, k, v = (t.view(batch, seq, self.heads, d).transpose(1, 2) for t in (q, k, v))
+        q, k, v = self.qkv(x).split([self.heads * d, self.kv_heads * d, self.kv_heads * d], dim=-1)
+        q = q.view(batch, seq, self.heads, d).transpose(1, 2)
+        k, v = (t.view(batch, seq, self.kv_heads, d).transpose(1, 2) for t in (k, v))
+        if self.llama:
+            q, k = (rotate(t, positions, self.theta, self.pairs) for t in (q, k))
+            group = self.heads // self.kv_heads
+            k, v = (t.repeat_interleave(group, dim=1) for t in (k, v))
         scores = q @ k.transpose(-2, -1) / math.sqrt(d)
         hidden_key = positions.view(1, -1) > positions.view(-1, 1)  # key after the query
         scores = scores.masked_fill(hidden_key, float("-inf"))
@@ -69,10 +137,12 @@ class Attention(nn.Module):
 
 
 class MixtureOfExperts(nn.Module):
-    def __init__(self, hidden, experts, top_k, aux_coef, gelu):
+    def __init__(self, c, gelu):
         super().__init__()
+        hidden, experts = c["hidden"], c["experts"]
         self.router = Linear(hidden, experts, bias=False)
-        self.experts = nn.ModuleList(Mlp(hidden, gelu) for _ in range(experts))
+        self.experts = nn.ModuleList(make_mlp(c, gelu) for _ in range(experts))
+        top_k, aux_coef = c["top_k"], c["aux_loss_coef"]
         self.top_k, self.aux_coef = top_k, aux_coef
         self.aux_loss = None
 
@@ -96,16 +166,15 @@ class MixtureOfExperts(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, c, gelu):
+    def __init__(self, c, gelu, pairs):
         super().__init__()
-        self.ln1 = LayerNorm(c["hidden"], c["layer_norm_eps"])
-        self.attn = Attention(c["hidden"], c["heads"])
-        self.ln2 = LayerNorm(c["hidden"], c["layer_norm_eps"])
+        self.ln1 = norm(c)
+        self.attn = Attention(c, pairs)
+        self.ln2 = norm(c)
         if c["experts"]:
-            self.moe = MixtureOfExperts(c["hidden"], c["experts"], c["top_k"], c["aux_loss_coef"],
-                                        gelu)
+            self.moe = MixtureOfExperts(c, gelu)
         else:
-            self.mlp = Mlp(c["hidden"], gelu)
+            self.mlp = make_mlp(c, gelu)
 
     def forward(self, x, positions):
         x = x + self.attn(self.ln1(x), positions)
@@ -113,21 +182,26 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    """config: the kit's GptConfig as a dict (vocab_size, seq_len, layers, hidden, heads, experts,
-    top_k, aux_loss_coef, layer_norm_eps). gelu: GPT-2's tanh form unless told otherwise."""
+    """config: the kit's GptConfig as a dict (arch "gpt2" or "llama", vocab_size, seq_len, layers,
+    hidden, heads, kv_heads, rope_theta, experts, top_k, aux_loss_coef, layer_norm_eps). gelu:
+    GPT-2's tanh form unless told otherwise; pairs: a Llama's rotary pairs, "half" (the kit's)
+    unless told otherwise."""
 
-    def __init__(self, config, gelu=lambda u: F.gelu(u, approximate="tanh")):
+    def __init__(self, config, gelu=lambda u: F.gelu(u, approximate="tanh"), pairs="half"):
         super().__init__()
-        c = config
+        c = dict({"arch": "gpt2"}, **config)
         self.wte = nn.Embedding(c["vocab_size"], c["hidden"])
-        self.wpe = nn.Embedding(c["seq_len"], c["hidden"])
-        self.blocks = nn.ModuleList(Block(c, gelu) for _ in range(c["layers"]))
-        self.ln_f = LayerNorm(c["hidden"], c["layer_norm_eps"])
+        if c["arch"] != "llama":  # a Llama's positions are its attention's rotary turns
+            self.wpe = nn.Embedding(c["seq_len"], c["hidden"])
+        self.blocks = nn.ModuleList(Block(c, gelu, pairs) for _ in range(c["layers"]))
+        self.ln_f = norm(c)
         self.lm_head = Linear(c["hidden"], c["vocab_size"], bias=False)
 
     def forward(self, tokens, positions):
         """tokens (batch, seq) at positions (seq) -> logits (batch, seq, vocab)."""
-        x = self.wte(tokens) + self.wpe(positions)
+        x = self.wte(tokens)
+        if hasattr(self, "wpe"):
+            x = x + self.wpe(positions)
         for block in self.blocks:
             x = block(x, positions)
         return self.lm_head(self.ln_f(x))

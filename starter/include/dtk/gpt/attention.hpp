@@ -5,11 +5,20 @@
 //   out, lse    = attention(q, k, v)          per head: softmax(q kᵀ / √d, causal) · v
 //   y           = g(out · W_proj) + b_proj    W_proj (h, h)
 //
+// A Llama's differs in three ways: no biases; grouped-query attention, kv key/value heads that
+// a/kv query heads each read (W_qkv (h, (a + 2kv) d): Q's a · d columns, then K's and V's kv · d;
+// query head j reads key/value head j / (a/kv)); and rotary positions (rotary.hpp), q and k
+// turned by their rows' absolute positions before the attention (so cached k and v, and context
+// parallelism's ring, carry turned keys):
+//
+//   q, k ← rotate(q), rotate(k)               before attention(q, k, v)
+//
 // Tensor parallel (Megatron, Part 10): this rank holds some heads. `qkv_columns` (the layout's,
-// from 10.1's qkv_columns) are its columns of W_qkv and b_qkv: its Q columns, then its K
-// columns, then its V columns; its rows of W_proj are its Q columns (the rows that multiply its
-// heads' outputs). Its q, k, v, out are (N, h/tp); the heads never talk to each other, so the
-// attention itself needs no communication. The attention is GptCommunication's
+// from 10.1's qkv_columns) are its columns of W_qkv and b_qkv: its Q columns, then the K columns
+// of the key/value heads its query heads read, then their V columns; its rows of W_proj are its
+// Q columns (the rows that multiply its heads' outputs). Its q and out are (N, h/tp), k and v
+// (N, its kv heads · d); the heads never talk to each other, so the attention itself needs no
+// communication. The attention is GptCommunication's
 // attention_forward/backward: the block kernel over all keys on one rank, ring attention under
 // context parallelism (Part 11).
 //
@@ -40,12 +49,11 @@ class CausalSelfAttention {
   // `slot` (slots.hpp), and a reference to x when f is empty: x must stay unchanged until then.
   const Matrix<T>& forward(const Matrix<T>& x, const std::vector<int>& positions, int batch,
                            int slot);
-  // dy (rows of the residual stream, h) → dx (same); adds to the four parameters' gradients.
+  // dy (rows of the residual stream, h) → dx (same); adds to the parameters' gradients.
   const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
-  std::vector<Parameter<T>*> parameters() {
-    return {&qkv_weight, &qkv_bias, &proj_weight, &proj_bias};
-  }
+  // qkv.weight, qkv.bias, proj.weight, proj.bias (a Llama's: the two weights).
+  std::vector<Parameter<T>*> parameters();
   // Slot's buffers given back (full recomputation: the block's forward runs again).
   void release(int slot) { saved_.release(slot); }
   // The matrices slot keeps for the backward, which a bf16 run holds as bf16 (bf16_store.hpp).
@@ -53,22 +61,25 @@ class CausalSelfAttention {
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 
-  Parameter<T> qkv_weight;   // (h, 3h/tp)
-  Parameter<T> qkv_bias;     // (1, 3h/tp)
+  Parameter<T> qkv_weight;   // (h, 3h/tp); a Llama's (h, (a + 2kv) d / tp) (replicated kv: more)
+  Parameter<T> qkv_bias;     // (1, 3h/tp); empty for a Llama
   Parameter<T> proj_weight;  // (h/tp, h)
-  Parameter<T> proj_bias;    // (1, h), added after g
+  Parameter<T> proj_bias;    // (1, h), added after g; empty for a Llama
 
  private:
   const GptCommunication<T>& comm_;
-  Bf16Rounding keep_bf16_;   // a bf16 run's: q, k, v and out rounded as they are made
-  int heads_;                // this rank's
-  std::size_t local_width_;  // h/tp: columns of q, k, v and out
+  Bf16Rounding keep_bf16_;  // a bf16 run's: q, k, v and out rounded as they are made
+  bool llama_;              // no biases; rotary positions of base rope_theta_
+  double rope_theta_;
+  int heads_, kv_heads_;  // this rank's query heads and key/value heads
+  // Columns of q (and out), then of k and of v: this rank's query heads' and kv heads' · d.
+  std::size_t widths_[3];
   struct Saved {
     std::vector<int> positions;
     int batch = 0;
     const Matrix<T>* input = nullptr;  // f(x): x itself or entered
     Matrix<T> entered;                 // f(x) when f communicates; in backward, f's backward
-    Matrix<T> q, k, v;                 // (N, h/tp)
+    Matrix<T> q, k, v;                 // (N, widths_[0..2]); q and k turned (a Llama's)
     AttentionOutput<T> attention;      // out (N, h/tp), lse (N, heads/tp)
   };
   Slots<Saved> saved_;

@@ -4,7 +4,10 @@
 //
 // Layouts (as everywhere in the GPT: row b · S + s holds position s of sequence b):
 //   q          (batch · S_q, heads · d)   queries at the absolute positions q_positions (S_q)
-//   k, v       (batch · S_k, heads · d)   keys and values at k_positions (S_k)
+//   k, v       (batch · S_k, kv · d)      keys and values at k_positions (S_k): kv heads, kv
+//                                         dividing heads; query head h reads key/value head
+//                                         h / (heads / kv) (grouped-query attention; kv = heads:
+//                                         multi-head, GPT-2's)
 //   out        (batch · S_q, heads · d)   head h in columns [h · d, (h + 1) · d)
 //   lse        (batch · S_q, heads)       per row and head: log Σ_j exp(s_j) over the keys j it
 //                                         sees, s_j = q · k_j / √d (natural log)
@@ -39,7 +42,8 @@ AttentionOutput<T> attention_block_forward(const xt::xtensor<T, 2>& q, const xt:
 
 // Backward over one block of keys, FlashAttention-2's: given the FINAL out and lse of the
 // queries (over all the keys they see, not only this block's) and dout = d loss / d out,
-// returns this block's share of dq and the whole dk and dv of its keys. Per row i and head:
+// returns this block's share of dq and the whole dk and dv of its keys (a key/value head's
+// summed over the query heads that read it). Per row i and head:
 //   D_i = Σ_c dout_ic · out_ic,   P_ij = exp(s_ij − lse_i)   (0 where key j is not seen)
 //   dV = Pᵀ · dout,   dP = dout · Vᵀ,   dS = P ⊙ (dP − D),   dQ = dS · K / √d,   dK = dSᵀ · Q / √d
 // Summed over every block of keys, the dq are the attention's dq.

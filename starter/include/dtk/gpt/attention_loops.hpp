@@ -14,9 +14,10 @@
 namespace dtk {
 
 // For each sequence b, head h and query i: the scores s_j = q_i · k_j / √d over the keys j it
-// sees (k_positions[j] <= q_positions[i]), their softmax (the largest score subtracted first,
-// so exp never overflows), out_i = Σ_j softmax_j · v_j, and lse_i = log Σ_j exp(s_j). A query
-// that sees no key: out 0, lse −∞. Shapes as in attention_kernels.hpp.
+// sees (k_positions[j] <= q_positions[i]; k and v of the key/value head h reads), their softmax
+// (the largest score subtracted first, so exp never overflows), out_i = Σ_j softmax_j · v_j, and
+// lse_i = log Σ_j exp(s_j). A query that sees no key: out 0, lse −∞. Shapes as in
+// attention_kernels.hpp.
 template <class T>
 AttentionOutput<T> attention_block_forward_loops(
     const xt::xtensor<T, 2>& q, const xt::xtensor<T, 2>& k, const xt::xtensor<T, 2>& v,

@@ -2,6 +2,8 @@
 //
 //   x[b · S + s] = wte[tokens[b · S + s]] + wpe[positions[s]]      wte (V, h), wpe (T, h)
 //
+// A Llama has no wpe: its attention turns queries and keys by their positions (rotary.hpp).
+//
 // Tensor parallel (Part 10.2): this rank holds the rows [vocab_begin, +V/tp) of wte and
 // GptCommunication's embedding_forward sums the ranks' lookups. With sequence parallelism the
 // residual stream holds only this rank's S/tp positions of each sequence: the lookup returns
@@ -21,7 +23,7 @@ namespace dtk::gpt {
 template <class T>
 class Embedding {
  public:
-  // Parameters wte.weight and wpe.weight. `comm` must outlive the layer.
+  // Parameters wte.weight and wpe.weight (a Llama's: wte.weight). `comm` must outlive the layer.
   Embedding(const GptConfig& config, const GptLayout& layout, const InitialWeights& init,
             const GptCommunication<T>& comm);
 
@@ -35,15 +37,15 @@ class Embedding {
   // stream_grad: d loss / d the residual stream; adds to both tables' gradients.
   void backward(const Matrix<T>& stream_grad, int slot);
 
-  std::vector<Parameter<T>*> parameters() { return {&token_table, &position_table}; }
+  std::vector<Parameter<T>*> parameters();
   std::size_t workspace_bytes() const;
 
   Parameter<T> token_table;     // wte (V/tp, h)
-  Parameter<T> position_table;  // wpe (T, h), the same on every rank
+  Parameter<T> position_table;  // wpe (T, h), the same on every rank; empty for a Llama
 
  private:
   const GptCommunication<T>& comm_;
-  int vocab_begin_, local_vocab_;
+  int seq_len_, vocab_begin_, local_vocab_;
   struct Saved {
     const Tokens* tokens = nullptr;
     std::vector<int> stream_positions;

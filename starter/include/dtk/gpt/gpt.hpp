@@ -1,10 +1,16 @@
-// The GPT: GPT-2's decoder-only transformer, with its forward and backward passes.
+// The GPT: a decoder-only transformer, GPT-2's or a Llama's (GptConfig::arch), with its
+// forward and backward passes.
 //
 //   tokens (B · S)       row b · S + s: the token at position s of sequence b
 //   → Embedding          x = wte[token] + wpe[position]                          (B · S, h)
 //   → L × Block          x = x + Attention(LN1(x));  x = x + MLP(LN2(x))         (B · S, h)
 //   → LayerNorm ln_f     → f → LM head  logits = x · W_head                      (B · S, V)
 //   → loss               mean cross-entropy of each position's next token
+//
+// A Llama (Touvron et al., 2023) is the same skeleton with four layers changed: no wpe (its
+// attention turns q and k by their positions: rotary.hpp), RMSNorm for every LayerNorm
+// (layer_norm.hpp), SwiGLU for GELU (mlp.hpp), kv key/value heads shared by a/kv query heads
+// each (attention.hpp), and no biases anywhere.
 //
 // Each weight (named as in the PyTorch model), what this rank holds of it (GptLayout), and the
 // Part whose functions make the split work. A data-parallel or context-parallel rank holds what
@@ -15,17 +21,20 @@
 //
 //   weight                      whole    this rank holds                       Part
 //   wte.weight                  (V, h)   rows [tp_idx · V/tp, + V/tp)          10.2
-//   wpe.weight                  (S, h)   all
-//   blocks.l.ln1, ln2 (w, b)    (1, h)   all                                   10.4 (sp)
+//   wpe.weight                  (S, h)   all (GPT-2's only)
+//   blocks.l.ln1, ln2 (w, b)    (1, h)   all (a Llama's: w only)               10.4 (sp)
 //   blocks.l.attn.qkv (w, b)    (h, 3h)  the Q, K and V columns of its heads   10.1
+//                                        (a Llama's: (h, (a + 2kv) d), w only)
 //   blocks.l.attn.proj.weight   (h, h)   the rows of its heads                 10.1
-//   blocks.l.attn.proj.bias     (1, h)   all
-//   blocks.l.mlp.fc1 (w, b)     (h, 4h)  columns [tp_idx · 4h/tp, + 4h/tp)     provided
-//   blocks.l.mlp.fc2.weight     (4h, h)  the same rows                         provided
-//   blocks.l.mlp.fc2.bias       (1, h)   all
+//   blocks.l.attn.proj.bias     (1, h)   all (GPT-2's only)
+//   blocks.l.mlp.fc1 (w, b)     (h, f)   columns [tp_idx · f/tp, + f/tp)       provided
+//                                        (a Llama's: [W_gate | W_up] (h, 2f), those columns of
+//                                        each, w only)
+//   blocks.l.mlp.fc2.weight     (f, h)   the same rows                         provided
+//   blocks.l.mlp.fc2.bias       (1, h)   all (GPT-2's only)
 //   blocks.l.moe.router.weight  (h, E)   all
 //   blocks.l.moe.experts.e.*    an MLP   experts [expert_begin, expert_end)    12
-//   ln_f (w, b)                 (1, h)   all
+//   ln_f (w, b)                 (1, h)   all (a Llama's: w only)
 //   lm_head.weight              (h, V)   columns [tp_idx · V/tp, + V/tp)       10.3
 //
 // 10.1 attention_heads, qkv_columns; 10.2 vocab_parallel_embedding and its _grad; 10.3
