@@ -1,7 +1,8 @@
 // Part 11 (assignment 3): context parallelism, ring attention. cp_positions for every rank of a
 // layout, and the arguments it must refuse; merge_attention on random partial results, at lse
 // of ±1000 and with empty sides; ring attention forward and backward on the test's p ranks,
-// contiguous and zig-zag, with blocks of keys of 1 MB among the cases. Each rank draws its own
+// contiguous and zig-zag, with blocks of keys of 1 MB and grouped-query attention's narrower keys
+// and values (kv of the heads) among the cases. Each rank draws its own
 // rows of q, k, v and dout from its own key (and, for the backward, its out and lse: random out,
 // lse from its own keys, since the forward's would need the others'); the whole sequences exist
 // only in the reference's run, to record what the known mistakes would give (the causal mask by
@@ -250,11 +251,12 @@ constexpr std::size_t kRecordedWhole = 4096;
 // One ring-attention case: its layout (every rank's positions) and shapes. Rows b · S + s of a
 // rank's matrices hold position positions[s] of sequence b.
 struct RingCase {
-  int p, r, batch, heads, d, length;
+  int p, r, batch, heads, kv_heads, d, length;
   bool zigzag;
   std::vector<std::vector<int>> positions;  // every rank's
-  std::size_t rows, width;                  // of one rank's matrices
-  std::size_t row_step = 1, col_step = 1;   // of the recorded sample
+  std::size_t rows, width;                  // of one rank's matrices (q's; k's and v's kv_width)
+  std::size_t kv_width;
+  std::size_t row_step = 1, col_step = 1;  // of the recorded sample
 
   bool large() const { return row_step > 1 || col_step > 1; }
   const std::vector<int>& mine() const { return positions[r]; }
@@ -267,6 +269,7 @@ RingCase ring_case(CheckContext& context) {
   c.r = context.rank();
   c.batch = static_cast<int>(test.value("batch", 1));
   c.heads = static_cast<int>(test.value("heads", 1));
+  c.kv_heads = static_cast<int>(test.value("kv", c.heads));  // grouped-query attention's
   c.d = static_cast<int>(test.value("d", 1));
   const int s = static_cast<int>(test.value("s", 1));
   c.length = c.p * s;
@@ -274,6 +277,7 @@ RingCase ring_case(CheckContext& context) {
   for (int q = 0; q < c.p; ++q) c.positions.push_back(layout_positions(c.length, c.p, q, c.zigzag));
   c.rows = std::size_t(c.batch) * s;
   c.width = std::size_t(c.heads) * c.d;
+  c.kv_width = std::size_t(c.kv_heads) * c.d;
   if (c.rows * c.width > kRecordedWhole) {
     c.row_step = (c.rows + 7) / 8;
     c.col_step = (c.width + 63) / 64;
@@ -281,7 +285,12 @@ RingCase ring_case(CheckContext& context) {
   context.out.note(
       count_of(c.p, "rank") + ", " + test.type + ", " + count_of(c.batch, "sequence") + " of " +
       count_of(c.length, "position") + ", " + count_of(c.heads, "head") + " of " +
-      count_of(c.d, "column") + "; " +
+      count_of(c.d, "column") +
+      (c.kv_heads != c.heads
+           ? " reading " + count_of(c.kv_heads, "key/value head") + " (grouped-query: k and v (" +
+                 std::to_string(c.rows) + ", " + std::to_string(c.kv_width) + "))"
+           : "") +
+      "; " +
       (c.zigzag ? "zig-zag: rank r holds chunks r and 2p - 1 - r of " + std::to_string(2 * c.p) +
                       " chunks of " + count_of(s / 2, "position")
                 : "contiguous: rank r holds positions [" + std::to_string(s) + " r, " +
@@ -308,8 +317,8 @@ template <class T>
 RankInputs<T> inputs_of(const RingCase& c, Rng rng, const std::vector<int>& positions) {
   RankInputs<T> in;
   in.q = random_matrix<T>(rng, c.rows, c.width) * T(2);
-  in.k = random_matrix<T>(rng, c.rows, c.width) * T(2);
-  in.v = random_matrix<T>(rng, c.rows, c.width);
+  in.k = random_matrix<T>(rng, c.rows, c.kv_width) * T(2);
+  in.v = random_matrix<T>(rng, c.rows, c.kv_width);
   in.dout = random_matrix<T>(rng, c.rows, c.width);
   in.out = random_matrix<T>(rng, c.rows, c.width);
   in.lse = attention_block_forward(in.q, in.k, in.v, positions, positions, c.batch, c.heads).lse +
@@ -345,7 +354,7 @@ template <class T>
 Matrix<T> all_blocks(const RingCase& c, const std::vector<RankInputs<T>>& all,
                      Matrix<T> RankInputs<T>::*which) {
   const std::size_t S = c.mine().size();
-  Matrix<T> joined({std::size_t(c.batch) * c.p * S, c.width});
+  Matrix<T> joined({std::size_t(c.batch) * c.p * S, (all[0].*which).shape(1)});
   for (int b = 0; b < c.batch; ++b) {
     for (int j = 0; j < c.p; ++j) {
       xt::view(joined,
@@ -369,7 +378,7 @@ std::vector<int> local_indices(const RingCase& c, int blocks) {
 template <class T>
 Matrix<T> block_rows(const RingCase& c, const Matrix<T>& all, int j) {
   const std::size_t S = c.mine().size();
-  Matrix<T> block({std::size_t(c.batch) * S, c.width});
+  Matrix<T> block({std::size_t(c.batch) * S, all.shape(1)});
   for (int b = 0; b < c.batch; ++b) {
     xt::view(block, xt::range(b * S, (b + 1) * S)) = xt::view(
         all, xt::range((std::size_t(b) * c.p + j) * S, (std::size_t(b) * c.p + j + 1) * S));
@@ -565,7 +574,7 @@ DTK_GRADE_CHECK(check_ring_attention_forward,
                  {},
                  /*reduces=*/false,
                  /*timed_against=*/"",
-                 /*case_words=*/{"batch", "heads", "d", "s", "zigzag"}});
+                 /*case_words=*/{"batch", "heads", "kv", "d", "s", "zigzag"}});
 DTK_GRADE_CHECK(check_ring_attention_backward,
                 {"ring_attention_backward",
                  CaseKind::fields,
@@ -574,6 +583,6 @@ DTK_GRADE_CHECK(check_ring_attention_backward,
                  {},
                  /*reduces=*/false,
                  /*timed_against=*/"",
-                 /*case_words=*/{"batch", "heads", "d", "s", "zigzag"}});
+                 /*case_words=*/{"batch", "heads", "kv", "d", "s", "zigzag"}});
 
 }  // namespace dtk::grade

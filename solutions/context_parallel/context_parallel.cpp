@@ -29,24 +29,33 @@ std::string shape_text(const Shape& shape) {
   return "(" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ")";
 }
 
-// q, k, v (and the backward's out and dout) must all be (batch · S, heads · d).
+// q (and the backward's out and dout) must be (batch · S, heads · d); k and v (batch · S,
+// kv · d) with kv dividing heads (grouped-query attention's key/value heads; kv = heads too).
 template <class T>
 void require_layout(const std::string& function, const std::vector<int>& positions, int batch,
-                    int heads, std::initializer_list<const xt::xtensor<T, 2>*> matrices) {
+                    int heads, const xt::xtensor<T, 2>& k, const xt::xtensor<T, 2>& v,
+                    std::initializer_list<const xt::xtensor<T, 2>*> like_q) {
   require(batch >= 1 && heads >= 1, function,
           "batch and heads must be positive, got batch = " + std::to_string(batch) +
               ", heads = " + std::to_string(heads));
-  const auto& shape = (*matrices.begin())->shape();
+  const auto& shape = (*like_q.begin())->shape();
   require(shape[0] == static_cast<std::size_t>(batch) * positions.size() && shape[1] % heads == 0,
           function,
           "q must be (batch · S, heads · d) with S = positions.size() = " +
               std::to_string(positions.size()) + ", batch = " + std::to_string(batch) +
               ", heads = " + std::to_string(heads) + "; got " + shape_text(shape));
-  for (const xt::xtensor<T, 2>* m : matrices) {
+  for (const xt::xtensor<T, 2>* m : like_q) {
     require(m->shape() == shape, function,
-            "every matrix must have q's shape " + shape_text(shape) + "; got " +
+            "out and dout must have q's shape " + shape_text(shape) + "; got " +
                 shape_text(m->shape()));
   }
+  const std::size_t d = shape[1] / heads, kv_width = k.shape(1);
+  require(k.shape(0) == shape[0] && kv_width % d == 0 && kv_width > 0 &&
+              heads % (kv_width / d) == 0 && v.shape() == k.shape(),
+          function,
+          "k and v must be (batch · S, kv · d) = (" + std::to_string(shape[0]) + ", kv · " +
+              std::to_string(d) + ") with kv dividing heads = " + std::to_string(heads) +
+              "; got k " + shape_text(k.shape()) + " and v " + shape_text(v.shape()));
 }
 
 // What travels around the ring: a block of keys and values, with their positions.
@@ -140,7 +149,7 @@ AttentionOutput<T> ring_attention_forward(const xt::xtensor<T, 2>& q, const xt::
                                           const xt::xtensor<T, 2>& v,
                                           const std::vector<int>& positions, int batch, int heads,
                                           Communicator& cp_comm) {
-  require_layout<T>("ring_attention_forward", positions, batch, heads, {&q, &k, &v});
+  require_layout<T>("ring_attention_forward", positions, batch, heads, k, v, {&q});
   // Step 0 is this rank's own block; then the block of rank r - s arrives at step s.
   KeyBlock<T> block{k, v, positions};
   AttentionOutput<T> result =
@@ -164,7 +173,7 @@ AttentionGrads<T> ring_attention_backward(const xt::xtensor<T, 2>& q, const xt::
                                           const std::vector<int>& positions, int batch, int heads,
                                           Communicator& cp_comm) {
   const std::string function = "ring_attention_backward";
-  require_layout<T>(function, positions, batch, heads, {&q, &k, &v, &out, &dout});
+  require_layout<T>(function, positions, batch, heads, k, v, {&q, &out, &dout});
   require(lse.shape(0) == q.shape(0) && lse.shape(1) == static_cast<std::size_t>(heads), function,
           "lse must be (batch · S, heads) = (" + std::to_string(q.shape(0)) + ", " +
               std::to_string(heads) + "); got " + shape_text(lse.shape()));

@@ -68,7 +68,9 @@ AttentionOutput<T> ring_attention_forward(const xt::xtensor<T, 2>& q, const xt::
                                           Communicator& cp_comm) {
   // TODO (Part 11.3): causal ring attention, forward, on p = cp_comm.Get_size() ranks.
   //  1. Reject bad input with std::invalid_argument: batch or heads < 1, q not
-  //     (batch * positions.size(), heads * d), k or v not of q's shape.
+  //     (batch * positions.size(), heads * d), k not (q.shape(0), kv * d) for a kv that
+  //     divides heads (grouped-query attention: fewer key/value heads than queries), v not of
+  //     k's shape.
   //  2. Start with this rank's own block: result = attention_block_forward(q, k, v, positions,
   //     positions, batch, heads) (every query sees at least itself: no row is empty).
   //  3. p - 1 steps: pass the block you hold to rank r + 1 and take rank r - 1's, all three of

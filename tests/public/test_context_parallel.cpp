@@ -5,8 +5,9 @@
 // computed here from the definition, and against the formula at scores 1000 apart. 11.3 and 11.4
 // on context-parallel groups of 1, 2 and 4 ranks cut from the 4, contiguous and zig-zag, against
 // the attention of the whole sequence and its gradients, computed here as one rank would
-// (softmax over the keys at positions <= the query's), in double; and with blocks of keys of
-// 1 MB, where a ring that sends before it receives deadlocks.
+// (softmax over the keys at positions <= the query's), in double, also with grouped-query
+// attention's keys and values of fewer heads; and with blocks of keys of 1 MB, where a ring that
+// sends before it receives deadlocks.
 #include "dtk_test.hpp"
 
 #include <dtk/context_parallel.hpp>
@@ -225,21 +226,23 @@ MergeMistakes merge_mistakes(const Partial& side, const Partial& block) {
 // ----------------------------------- helpers of 11.3 - 11.4 ----------------------------------
 
 // One attention problem over whole sequences, and what one rank holding all of it computes.
-// Rows b · length + t hold position t of sequence b.
+// Rows b · length + t hold position t of sequence b. k and v have kv heads (grouped-query
+// attention when kv < heads: query head h reads key/value head h / (heads / kv)).
 struct Problem {
-  int batch, heads, d, length;
+  int batch, heads, d, length, kv;
   Matrix q, k, v, dout;
 };
 
-Problem make_problem(int batch, int heads, int d, int length) {
+Problem make_problem(int batch, int heads, int d, int length, int kv) {
   const std::size_t rows = std::size_t(batch) * length, width = std::size_t(heads) * d;
   return {batch,
           heads,
           d,
           length,
+          kv,
           waves(rows, width, 0.0, 2.0),
-          waves(rows, width, 1.0, 2.0),
-          waves(rows, width, 2.0, 1.0),
+          waves(rows, std::size_t(kv) * d, 1.0, 2.0),
+          waves(rows, std::size_t(kv) * d, 2.0, 1.0),
           waves(rows, width, 3.0, 1.0)};
 }
 
@@ -252,9 +255,10 @@ struct Serial {
 // dV += Pᵀ dout, dP = dout vᵀ, dS = P ⊙ (dP − rowsum(P ⊙ dP)), dQ = dS k / √d, dK = dSᵀ q / √d.
 Serial serial_attention(const Problem& pb) {
   const std::size_t rows = pb.q.shape(0), width = pb.q.shape(1), d = pb.d;
+  const std::size_t kv_width = std::size_t(pb.kv) * d, group = pb.heads / pb.kv;
   Serial s{xt::zeros<double>({rows, width}), Matrix({rows, std::size_t(pb.heads)}),
-           xt::zeros<double>({rows, width}), xt::zeros<double>({rows, width}),
-           xt::zeros<double>({rows, width})};
+           xt::zeros<double>({rows, width}), xt::zeros<double>({rows, kv_width}),
+           xt::zeros<double>({rows, kv_width})};
   const double scale = 1 / std::sqrt(double(d));
   std::vector<double> p(pb.length), dp(pb.length);
   for (int b = 0; b < pb.batch; ++b) {
@@ -262,11 +266,12 @@ Serial serial_attention(const Problem& pb) {
     for (int t = 0; t < pb.length; ++t) {
       const std::size_t i = first + t;
       for (std::size_t h = 0; h < std::size_t(pb.heads); ++h) {
-        const std::size_t c0 = h * d, c1 = c0 + d;
+        // Query head h's columns [c0, c1) of q, out and dout; its key/value head's from kv0.
+        const std::size_t c0 = h * d, c1 = c0 + d, kv0 = (h / group) * d;
         double max = kMinusInfinity;
         for (int j = 0; j <= t; ++j) {
           double score = 0;
-          for (std::size_t c = c0; c < c1; ++c) score += pb.q(i, c) * pb.k(first + j, c);
+          for (std::size_t c = c0; c < c1; ++c) score += pb.q(i, c) * pb.k(first + j, kv0 + c - c0);
           p[j] = score * scale;
           max = std::max(max, p[j]);
         }
@@ -278,17 +283,17 @@ Serial serial_attention(const Problem& pb) {
           p[j] = std::exp(p[j] - s.lse(i, h));
           dp[j] = 0;
           for (std::size_t c = c0; c < c1; ++c) {
-            s.out(i, c) += p[j] * pb.v(first + j, c);
-            s.dv(first + j, c) += p[j] * pb.dout(i, c);
-            dp[j] += pb.dout(i, c) * pb.v(first + j, c);
+            s.out(i, c) += p[j] * pb.v(first + j, kv0 + c - c0);
+            s.dv(first + j, kv0 + c - c0) += p[j] * pb.dout(i, c);
+            dp[j] += pb.dout(i, c) * pb.v(first + j, kv0 + c - c0);
           }
           row_sum += p[j] * dp[j];
         }
         for (int j = 0; j <= t; ++j) {
           const double ds = p[j] * (dp[j] - row_sum) * scale;
           for (std::size_t c = c0; c < c1; ++c) {
-            s.dq(i, c) += ds * pb.k(first + j, c);
-            s.dk(first + j, c) += ds * pb.q(i, c);
+            s.dq(i, c) += ds * pb.k(first + j, kv0 + c - c0);
+            s.dk(first + j, kv0 + c - c0) += ds * pb.q(i, c);
           }
         }
       }
@@ -497,14 +502,21 @@ Solved solve(Problem problem) {
 // Small problems: 3 sequences, 2 heads of 5 columns; 16 positions, so that 4 ranks zig-zag
 // with chunks of 2 positions.
 const Solved& small() {
-  static const Solved solved = solve(make_problem(3, 2, 5, 16));
+  static const Solved solved = solve(make_problem(3, 2, 5, 16, 2));
+  return solved;
+}
+
+// Grouped-query attention: 2 sequences, 4 query heads of 3 columns reading 2 key/value heads;
+// 16 positions.
+const Solved& grouped() {
+  static const Solved solved = solve(make_problem(2, 4, 3, 16, 2));
   return solved;
 }
 
 // 1 MB of keys (float; 2 MB in double) per block on each of 4 ranks: 4 sequences, 8 positions
 // of each per rank, 16 heads of 512 columns.
 const Solved& large() {
-  static const Solved solved = solve(make_problem(4, 16, 512, 32));
+  static const Solved solved = solve(make_problem(4, 16, 512, 32, 16));
   return solved;
 }
 
@@ -512,14 +524,15 @@ const Solved& large() {
 // small problem only).
 using CheckOne = void (*)(Checks&, const Problem&, const Serial&, Layout&, bool);
 
-// check_one on the small problem, on groups of 1, 2 and 4 ranks, contiguous and zig-zag.
-void on_small_layouts(Checks& check, CheckOne check_one) {
-  const Solved& solved = small();
+// check_one on a small problem (the known mistakes named on multi-head attention's), on groups
+// of 1, 2 and 4 ranks, contiguous and zig-zag.
+void on_small_layouts(Checks& check, CheckOne check_one, const Solved& solved = small()) {
+  const bool name_mistakes = solved.problem.kv == solved.problem.heads;
   report_first_few(check, [&](Checks& each) {
     for (int size : {1, 2, 4}) {
       for (bool zigzag : {false, true}) {
         Layout layout = layout_of(group_of(size), solved.problem.length, zigzag);
-        check_one(each, solved.problem, solved.whole, layout, /*name_mistakes=*/true);
+        check_one(each, solved.problem, solved.whole, layout, name_mistakes);
       }
     }
   });
@@ -708,6 +721,14 @@ TEMPLATE_TEST_CASE(
       kRanks, [](Checks& check) { on_large_layouts(check, check_forward<TestType>); });
 }
 
+TEMPLATE_TEST_CASE(
+    "Part 11 | ring_attention_forward: grouped-query attention, k and v of 2 heads for 4 query "
+    "heads, on groups of 1, 2 and 4 ranks",
+    "[part11]", float, double) {
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_small_layouts(check, check_forward<TestType>, grouped()); });
+}
+
 TEST_CASE("Part 11 | ring_attention_forward: bad shapes throw std::invalid_argument", "[part11]") {
   dtk::testing::on_every_rank(kRanks, [](Checks& check) {
     // Every rank passes the same bad shapes, so all of them throw before sending anything.
@@ -723,6 +744,17 @@ TEST_CASE("Part 11 | ring_attention_forward: bad shapes throw std::invalid_argum
     expect_invalid_argument(check, "ring_attention_forward(q (6, 4), ..., heads 3)", [&] {
       dtk::ring_attention_forward(q, q, q, {0, 1, 2}, 2, 3, world);
     });
+    // 2 heads of 2 columns: k of 6 columns would be 3 key/value heads, which do not divide 2.
+    const xt::xtensor<double, 2> wide_k = xt::zeros<double>({6, 6}),
+                                 narrow_v = xt::zeros<double>({6, 2});
+    expect_invalid_argument(
+        check, "ring_attention_forward(q (6, 4), k (6, 6), v (6, 6), heads 2)", [&] {
+          dtk::ring_attention_forward(q, wide_k, wide_k, {0, 1, 2}, 2, 2, world);
+        });
+    expect_invalid_argument(check, "ring_attention_forward(q (6, 4), k (6, 4), v (6, 2), heads 2)",
+                            [&] {
+                              dtk::ring_attention_forward(q, q, narrow_v, {0, 1, 2}, 2, 2, world);
+                            });
   });
 }
 
@@ -742,6 +774,14 @@ TEMPLATE_TEST_CASE(
     "[part11]", float, double) {
   dtk::testing::on_every_rank(
       kRanks, [](Checks& check) { on_large_layouts(check, check_backward<TestType>); });
+}
+
+TEMPLATE_TEST_CASE(
+    "Part 11 | ring_attention_backward: grouped-query attention, dk and dv of 2 key/value heads "
+    "summed over their 4 query heads, on groups of 1, 2 and 4 ranks",
+    "[part11]", float, double) {
+  dtk::testing::on_every_rank(
+      kRanks, [](Checks& check) { on_small_layouts(check, check_backward<TestType>, grouped()); });
 }
 
 TEST_CASE("Part 11 | ring_attention_backward: bad shapes throw std::invalid_argument", "[part11]") {

@@ -90,12 +90,15 @@ void merge_attention(xt::xtensor<T, 2>& out, xt::xtensor<T, 2>& lse,
 // Inside, only cp_comm.Send, cp_comm.Recv and cp_comm.Sendrecv move data (no collective, no MPI
 // call of your own); the keys and values are 1 MB and more, so every exchange is a Sendrecv.
 
-// Causal attention of this rank's queries over ALL keys of their sequences. q, k, v: this
-// rank's (batch · S, heads · d), at `positions`. In cp_size - 1 steps the blocks of keys and
-// values (with their positions) travel around the ring; each block is attended with
-// attention_block_forward (causal by absolute position) and merged into the result with
-// merge_attention. Returns exactly what one rank holding the whole sequence computes for
-// these queries: out (batch · S, heads · d) and lse (batch · S, heads).
+// Causal attention of this rank's queries over ALL keys of their sequences. q: this rank's
+// (batch · S, heads · d), at `positions`; k and v: (batch · S, kv · d), kv dividing heads. kv =
+// heads but for a Llama's grouped-query attention (gpt_train --kv_heads), whose kv key/value
+// heads each serve heads / kv query heads (the kernels pair query head h with key/value head
+// h / (heads / kv)): the ring then carries kv / heads of multi-head attention's bytes. In cp_size -
+// 1 steps the blocks of keys and values (with their positions) travel around the ring; each block
+// is attended with attention_block_forward (causal by absolute position) and merged into the result
+// with merge_attention. Returns exactly what one rank holding the whole sequence computes for these
+// queries: out (batch · S, heads · d) and lse (batch · S, heads).
 template <class T>
 AttentionOutput<T> ring_attention_forward(const xt::xtensor<T, 2>& q, const xt::xtensor<T, 2>& k,
                                           const xt::xtensor<T, 2>& v,
@@ -103,7 +106,7 @@ AttentionOutput<T> ring_attention_forward(const xt::xtensor<T, 2>& q, const xt::
                                           Communicator& cp_comm);
 
 // Its backward. out and lse: what ring_attention_forward returned; dout = d loss / d out.
-// Returns this rank's dq, dk and dv (each (batch · S, heads · d)): dq of its queries, summed
+// Returns this rank's dq (q's shape), dk and dv (k's shape): dq of its queries, summed
 // over every block of keys (it stays here); dk and dv of its OWN keys and values, summed over
 // every rank's queries (they travel around the ring with their block, each rank adding its
 // share from attention_block_backward, and end on the rank that owns the block).

@@ -179,12 +179,12 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--tp " + text(o.tp) + " must divide the MLP's hidden width " + text(m.mlp_width()) +
            ": each rank holds f / tp of its columns";
   }
-  // Parts 10.1 and 11 (for now) take as many key/value heads as query heads.
-  if ((o.tp > 1 || o.cp > 1) && m.key_value_heads() != m.heads) {
-    return std::string(o.tp > 1 ? "--tp " + text(o.tp) : "--cp " + text(o.cp)) +
-           " with --kv_heads " + text(m.key_value_heads()) + " below --heads " + text(m.heads) +
-           ": this trainer splits a Llama over tensor and context parallelism only with as many "
-           "key/value heads as query heads (for now); use --dp, --pp or --ep";
+  // Part 10.1 (for now) takes as many key/value heads as query heads.
+  if (o.tp > 1 && m.key_value_heads() != m.heads) {
+    return "--tp " + text(o.tp) + " with --kv_heads " + text(m.key_value_heads()) +
+           " below --heads " + text(m.heads) +
+           ": this trainer splits a Llama's heads over tensor parallelism only with as many "
+           "key/value heads as query heads (for now); use --dp, --cp, --pp or --ep";
   }
   const int positions = m.seq_len / o.cp;  // of each sequence, on one context-parallel rank
   if (o.sequence_parallel && (m.seq_len % o.cp != 0 || positions % o.tp != 0)) {
