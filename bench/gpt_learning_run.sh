@@ -25,17 +25,6 @@ end=$(date +%s.%N)
 echo "Load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 "$root/scripts/make-gpt-figure.py" "$out/run.json" "$out/gpt_learning_curve.svg"
 
-python3 - "$out/run.json" "$start" "$end" << 'EOF'
-import json, sys
-report = json.load(open(sys.argv[1]))
-wall = float(sys.argv[3]) - float(sys.argv[2])
-print(f"Whole run: {wall:.0f} s ({wall / 60:.1f} min; goal: at most 10 min) "
-      f"{'met' if wall <= 600 else 'NOT met'}")
-print(f"Training steps: {report['seconds']:.1f} s, {report['tokens_per_second']:.0f} tokens/s, "
-      f"MFU {report['mfu']:.3f} of the GEMM peak {report['gemm_peak_flops'] / 1e9:.1f} GFLOP/s")
-print(f"Validation loss {report['val_loss']:.4f} against the bigram entropy "
-      f"{report['bigram_entropy']:.4f} nats per character "
-      f"({'below' if report['val_loss'] < report['bigram_entropy'] else 'NOT below'})")
-EOF
+python3 "$root/bench/learning_summary.py" "$out/run.json" "$start" "$end"
 echo "Report, log and learning curve: $out/"
 record_figures
