@@ -2,11 +2,11 @@
 # The GPT trained by gpt_train (one rank, float) against the same model trained by PyTorch
 # (Debian's python3-torch: bench/gpt_torch_train.py, the model of the kit's oracle test), with the
 # same shape, batch, optimizer (Adam) and threads (one, then every core: --threads of both), at
-# two sizes. Prints tokens/s of each, their ratio (goal: dtk >= PyTorch), and gpt_train's MFU:
-# its model FLOPs per second (Part 4's count, as gpt_train's report gives it) over the GEMM peak
-# it measured in the same run (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm with the run's
-# threads). Each is timed over its steps after the first, which pays for first touches of
-# memory. The last column names the
+# two sizes, and a Llama's block (--arch llama --kv_heads 2) at the smaller. Prints tokens/s of
+# each, their ratio (goal: dtk >= PyTorch), and gpt_train's MFU: its model FLOPs per second
+# (Part 4's count, as gpt_train's report gives it) over the GEMM peak it measured in the same run
+# (include/dtk/gpt/gemm_peak.hpp: 1024 x 1024 sgemm with the run's threads). Each is timed over
+# its steps after the first, which pays for first touches of memory. The last column names the
 # OpenBLAS kernels gpt_train multiplied with (include/dtk/blas_kernel.hpp). Debian's PyTorch
 # multiplies with the same OpenBLAS: it is given the same kernels and the same spin of idle
 # threads (OPENBLAS_THREAD_TIMEOUT) as gpt_train chose, so that only the code differs.
@@ -31,8 +31,9 @@ threads=$(nproc)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-# name layers hidden heads seq batch
-sizes=("small 4 256 4 128 32" "medium 6 384 6 256 16")
+# name layers hidden heads seq batch [gpt_train's and gpt_torch_train.py's flags of the block]
+sizes=("small 4 256 4 128 32" "medium 6 384 6 256 16"
+  "llama 4 256 4 128 32 --arch llama --kv_heads 2")
 
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg)   ($threads cores, $steps steps per run)"
 # One thread, and every core (the same count for both programs).
@@ -42,8 +43,10 @@ thread_counts=(1)
 printf '%-8s %-26s %3s %-20s %-20s %-17s %-17s %-10s %s\n' size model thr "dtk tok/s" \
   "torch tok/s" ratio "dtk MFU" "GEMM peak" "OpenBLAS kernels"
 for size in "${sizes[@]}"; do
-  read -r name layers hidden heads seq batch <<< "$size"
+  read -r name layers hidden heads seq batch block <<< "$size"
   shape=(--layers "$layers" --hidden "$hidden" --heads "$heads" --seq "$seq" --batch_size "$batch")
+  # shellcheck disable=SC2206  # the block's flags, word by word
+  shape+=(${block:-})
   for t in "${thread_counts[@]}"; do
     for r in $(seq 1 "$runs"); do  # the two programs alternate, run after run
       run=$scratch/$name.$t.$r

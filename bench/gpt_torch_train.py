@@ -7,6 +7,7 @@ random tokens (the speed does not depend on the text), and prints one JSON line:
 
 usage: gpt_torch_train.py --layers L --hidden H --heads A --seq T --vocab V --batch_size B
                           --steps S --threads N [--experts E --top_k K]
+                          [--arch llama --kv_heads KV]
 """
 import argparse
 import json
@@ -27,12 +28,14 @@ def main():
     p.add_argument("--experts", type=int, default=0)
     p.add_argument("--top_k", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2")
+    p.add_argument("--kv_heads", type=int, default=0)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     config = {"vocab_size": a.vocab, "seq_len": a.seq, "layers": a.layers, "hidden": a.hidden,
               "heads": a.heads, "experts": a.experts, "top_k": a.top_k, "aux_loss_coef": 0.01,
-              "layer_norm_eps": 1e-5}
+              "layer_norm_eps": 1e-5, "arch": a.arch, "kv_heads": a.kv_heads or a.heads}
     model = torch_gpt.Gpt(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=a.lr)
     positions = torch.arange(a.seq)
