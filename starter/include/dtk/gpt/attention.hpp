@@ -61,7 +61,7 @@ class CausalSelfAttention {
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 
-  Parameter<T> qkv_weight;   // (h, 3h/tp); a Llama's (h, (a + 2kv) d / tp) (replicated kv: more)
+  Parameter<T> qkv_weight;   // (h, 3h/tp); a Llama's (h, (a + 2kv) d/tp)
   Parameter<T> qkv_bias;     // (1, 3h/tp); empty for a Llama
   Parameter<T> proj_weight;  // (h/tp, h)
   Parameter<T> proj_bias;    // (1, h), added after g; empty for a Llama
