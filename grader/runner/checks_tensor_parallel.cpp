@@ -7,8 +7,9 @@
 // reference's run, to record what the known mistakes would give. Shapes come from the case only.
 //
 // Case texts ("fields"): attention_heads "heads=A tp=T [idx=I]"; qkv_columns "hidden=H heads=A
-// tp=T [idx=I]" (idx: that rank alone; arguments the contract refuses are cases too, judged by
-// the std::invalid_argument they must throw); vocab_parallel_embedding "p=P float|double
+// tp=T [idx=I]" and gqa_qkv_columns "hidden=H heads=A kv=K tp=T [idx=I]" (idx: that rank alone;
+// arguments the contract refuses are cases too, judged by the std::invalid_argument they must
+// throw); vocab_parallel_embedding "p=P float|double
 // local_vocab=L hidden=H tokens=N [one_slice]" (V = P L; one_slice: every token in rank 0's
 // rows); vocab_parallel_embedding_grad "tp=T float|double local_vocab=L hidden=H tokens=N" (one
 // process computes every rank's rows); vocab_parallel_cross_entropy "p=P float|double rows=N
@@ -147,6 +148,72 @@ void check_qkv_columns(CheckContext& context) {
           "each head's Q, K and V columns together (head by head), not all its Q "
           "columns, then all its K columns, then all its V columns",
           int_tensor(head_by_head_columns(hidden, d, r * per_rank, (r + 1) * per_rank)));
+    });
+  }
+}
+
+// Columns [first, last) of the fused weight from `offset` on, appended to `columns`.
+void append_columns(std::vector<std::int64_t>& columns, int offset, int first, int last) {
+  for (int c = first; c < last; ++c) columns.push_back(offset + c);
+}
+
+// Q columns of query heads [begin, end), then K from k_offset and V from v_offset of key/value
+// heads [kv_begin, kv_end): the shape of every answer of gqa_qkv_columns, right or wrong.
+std::vector<std::int64_t> grouped_columns(int d, int begin, int end, int k_offset, int v_offset,
+                                          int kv_begin, int kv_end) {
+  std::vector<std::int64_t> columns;
+  append_columns(columns, 0, begin * d, end * d);
+  append_columns(columns, k_offset, kv_begin * d, kv_end * d);
+  append_columns(columns, v_offset, kv_begin * d, kv_end * d);
+  return columns;
+}
+
+void check_gqa_qkv_columns(CheckContext& context) {
+  const HeadCase c = head_case(context);
+  const int hidden = required(context, "hidden"), heads = c.heads, kv = required(context, "kv"),
+            tp = c.tp;
+  if (!c.valid || hidden % heads != 0 || kv < 1 || heads % kv != 0 ||
+      (kv % tp != 0 && tp % kv != 0)) {
+    const std::string call =
+        "gqa_qkv_columns(" + arguments_text({hidden, heads, kv, tp, c.first}) + ")";
+    context.out.note(call + ": arguments it must refuse");
+    record_refusal(context, call, [&] { gqa_qkv_columns(hidden, heads, kv, tp, c.first); });
+    return;
+  }
+  const int d = hidden / heads, per_rank = heads / tp, group = heads / kv;
+  context.out.note("hidden " + std::to_string(hidden) + ", " + std::to_string(heads) +
+                   " query heads of " + std::to_string(d) + " columns reading " +
+                   std::to_string(kv) + " key/value head(s) (query head j reads head j / " +
+                   std::to_string(group) + "), " + std::to_string(tp) +
+                   " ranks; the fused weight's columns are Q [0, " + std::to_string(hidden) +
+                   "), K [" + std::to_string(hidden) + ", " + std::to_string(hidden + kv * d) +
+                   "), V [" + std::to_string(hidden + kv * d) + ", " +
+                   std::to_string(hidden + 2 * kv * d) + ")");
+  for (int r = c.first; r <= c.last; ++r) {
+    const std::string name = "rank " + std::to_string(r) + "'s columns";
+    record_tensor(
+        context.out, name,
+        int_tensor(context.call([&] { return gqa_qkv_columns(hidden, heads, kv, tp, r); })));
+    context.judge([&](Judgement& judgement) {
+      const int begin = r * per_rank, end = begin + per_rank;
+      const int kv_begin = begin / group, kv_end = (end - 1) / group + 1;
+      const int v_offset = hidden + kv * d;
+      judgement.mistake(name,
+                        "the key/value heads numbered as this rank's query heads ([begin, end) of "
+                        "K and V), not the ones they read (head j reads j / (heads / kv))",
+                        int_tensor(grouped_columns(d, begin, end, hidden, v_offset, begin, end)));
+      judgement.mistake(
+          name,
+          "V taken from 2 · hidden, multi-head attention's offset (K and V are only "
+          "kv · d wide: V starts at hidden + kv · d)",
+          int_tensor(grouped_columns(d, begin, end, hidden, 2 * hidden, kv_begin, kv_end)));
+      if (kv < tp) {
+        judgement.mistake(
+            name,
+            "key/value head r % kv for rank r (round robin), not the one its query "
+            "heads read, r / (tp / kv)",
+            int_tensor(grouped_columns(d, begin, end, hidden, v_offset, r % kv, r % kv + 1)));
+      }
     });
   }
 }
@@ -560,6 +627,14 @@ DTK_GRADE_CHECK(check_qkv_columns, {"qkv_columns",
                                     false,
                                     "",
                                     {"hidden", "heads", "tp", "idx"}});
+DTK_GRADE_CHECK(check_gqa_qkv_columns, {"gqa_qkv_columns",
+                                        CaseKind::fields,
+                                        /*collective=*/false,
+                                        /*typed=*/false,
+                                        {},
+                                        false,
+                                        "",
+                                        {"hidden", "heads", "kv", "tp", "idx"}});
 DTK_GRADE_CHECK(check_vocab_parallel_embedding, {"vocab_parallel_embedding",
                                                  CaseKind::fields,
                                                  /*collective=*/true,

@@ -102,6 +102,31 @@ std::vector<int> qkv_columns(int hidden, int num_heads, int tp_size, int tp_idx)
   return columns;
 }
 
+std::vector<int> gqa_qkv_columns(int hidden, int num_heads, int num_kv_heads, int tp_size,
+                                 int tp_idx) {
+  const std::string function = "gqa_qkv_columns";
+  require(hidden >= 1, function, "hidden must be >= 1, got " + std::to_string(hidden));
+  const HeadRange heads = heads_of_rank(num_heads, tp_size, tp_idx, function);
+  require(hidden % num_heads == 0, function,
+          "num_heads " + std::to_string(num_heads) + " does not divide hidden " +
+              std::to_string(hidden));
+  require(num_kv_heads >= 1 && num_heads % num_kv_heads == 0, function,
+          "num_kv_heads must be >= 1 and divide num_heads " + std::to_string(num_heads) + ", got " +
+              std::to_string(num_kv_heads));
+  require(num_kv_heads % tp_size == 0 || tp_size % num_kv_heads == 0, function,
+          "tp_size " + std::to_string(tp_size) + " must divide num_kv_heads " +
+              std::to_string(num_kv_heads) + " or be a multiple of it");
+  const int d = hidden / num_heads, group = num_heads / num_kv_heads;
+  // The key/value heads this rank's query heads read: [first, last).
+  const int first = heads.begin / group, last = (heads.end - 1) / group + 1;
+  std::vector<int> columns;
+  for (int c = heads.begin * d; c < heads.end * d; ++c) columns.push_back(c);
+  for (const int offset : {hidden, hidden + num_kv_heads * d}) {  // K, V
+    for (int c = first * d; c < last * d; ++c) columns.push_back(offset + c);
+  }
+  return columns;
+}
+
 // ----------------------------------- 10.2 -------------------------------------------------------
 
 template <class T>

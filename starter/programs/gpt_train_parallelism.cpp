@@ -123,7 +123,10 @@ void bind_expert_parallel(gpt::GptCommunication<T>& c, gpt::GptGrid& g) {
 template <class T>
 gpt::GptParallelism<T> student_parallelism() {
   gpt::GptParallelism<T> p;
-  p.qkv_columns = qkv_columns;
+  p.qkv_columns = [](int hidden, int heads, int kv_heads, int tp, int tp_idx) {
+    return kv_heads == heads ? qkv_columns(hidden, heads, tp, tp_idx)
+                             : gqa_qkv_columns(hidden, heads, kv_heads, tp, tp_idx);
+  };
   p.cp_positions = cp_positions;
   p.local_experts = local_experts;
   p.communication = [](gpt::GptGrid& g) {

@@ -44,6 +44,19 @@ std::vector<int> qkv_columns(int hidden, int num_heads, int tp_size, int tp_idx)
   throw NotImplemented("qkv_columns", "tensor_parallel/tensor_parallel.cpp");
 }
 
+std::vector<int> gqa_qkv_columns(int hidden, int num_heads, int num_kv_heads, int tp_size,
+                                 int tp_idx) {
+  // TODO (Part 10.1): qkv_columns for grouped-query attention (the header's contract).
+  //  - Reject what qkv_columns rejects, num_kv_heads < 1 or not dividing num_heads, and a
+  //    tp_size that neither divides num_kv_heads nor is a multiple of it (std::invalid_argument
+  //    naming gqa_qkv_columns).
+  //  - K and V are only kv · d wide each, so V starts at hidden + kv · d, not at 2 · hidden.
+  //  - The key/value heads a rank needs are the ones ITS query heads read, not the heads with
+  //    its query heads' numbers; when there are fewer key/value heads than ranks, several ranks
+  //    need the same one.
+  throw NotImplemented("gqa_qkv_columns", "tensor_parallel/tensor_parallel.cpp");
+}
+
 // ----------------------------------- 10.2 -------------------------------------------------------
 
 template <class T>

@@ -1,7 +1,9 @@
-// Part 10 public tests: attention_heads, qkv_columns, vocab_parallel_embedding(_grad),
-// vocab_parallel_cross_entropy, sp_all_gather and sp_reduce_scatter, on 4 ranks.
+// Part 10 public tests: attention_heads, qkv_columns, gqa_qkv_columns,
+// vocab_parallel_embedding(_grad), vocab_parallel_cross_entropy, sp_all_gather and
+// sp_reduce_scatter, on 4 ranks.
 //   mpirun -n 4 ./build/tests/test_tensor_parallel
-// 10.1 against written-out tables and the rules of the fused [Q | K | V] weight. 10.2 to 10.4
+// 10.1 against written-out tables and the rules of the fused [Q | K | V] weight (grouped-query
+// attention's too). 10.2 to 10.4
 // run on tensor-parallel groups of 1, 2, 3 and 4 ranks cut from the 4 ranks, with values that say
 // where they come from (element (v, c) of the embedding table is 100 v + c; element c of position
 // s of sequence b is 1000 b + 10 s + c), expected values computed here without any distributed
@@ -503,6 +505,39 @@ TEST_CASE(
         }
       }
     });
+  });
+}
+
+TEST_CASE(
+    "Part 10 | gqa_qkv_columns: 4 heads reading 2 key/value heads on 2 ranks (the header's "
+    "example) and on 4 (one head replicated on pairs of ranks); kv = heads is qkv_columns",
+    "[part10]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    auto expect = [&](int hidden, int heads, int kv, int tp, int r,
+                      const std::vector<int>& expected) {
+      const std::vector<int> columns = dtk::gqa_qkv_columns(hidden, heads, kv, tp, r);
+      check.that(columns == expected,
+                 "gqa_qkv_columns(" + std::to_string(hidden) + ", " + std::to_string(heads) + ", " +
+                     std::to_string(kv) + ", " + std::to_string(tp) + ", " + std::to_string(r) +
+                     "): expected " + list_text(expected) + ", got " + list_text(columns));
+    };
+    // Head size 2; K in [8, 12), V in [12, 16). Query heads 0, 1 read key/value head 0; 2, 3
+    // read head 1.
+    expect(8, 4, 2, 2, 0, {0, 1, 2, 3, 8, 9, 12, 13});
+    expect(8, 4, 2, 2, 1, {4, 5, 6, 7, 10, 11, 14, 15});
+    expect(8, 4, 2, 4, 0, {0, 1, 8, 9, 12, 13});
+    expect(8, 4, 2, 4, 1, {2, 3, 8, 9, 12, 13});
+    expect(8, 4, 2, 4, 2, {4, 5, 10, 11, 14, 15});
+    expect(8, 4, 2, 4, 3, {6, 7, 10, 11, 14, 15});
+    // Multi-query: one key/value head, K in [6, 8), V in [8, 10), on every rank.
+    expect(6, 3, 1, 3, 2, {4, 5, 6, 7, 8, 9});
+    // As many key/value heads as heads: qkv_columns' answer.
+    expect(8, 4, 4, 2, 1, {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23});
+    expect_invalid_argument(check, "gqa_qkv_columns(8, 4, 3, 2, 0) (3 key/value heads, 4 heads)",
+                            [] { dtk::gqa_qkv_columns(8, 4, 3, 2, 0); });
+    expect_invalid_argument(
+        check, "gqa_qkv_columns(24, 12, 4, 3, 0) (3 ranks and 4 key/value heads: neither divides)",
+        [] { dtk::gqa_qkv_columns(24, 12, 4, 3, 0); });
   });
 }
 

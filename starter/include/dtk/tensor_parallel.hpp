@@ -55,6 +55,26 @@ HeadRange attention_heads(int num_heads, int tp_size, int tp_idx);
 // Requires hidden >= 1, num_heads dividing hidden, and what attention_heads requires.
 std::vector<int> qkv_columns(int hidden, int num_heads, int tp_size, int tp_idx);
 
+// The same for a Llama's grouped-query attention (gpt_train --arch llama --kv_heads): the fused
+// weight is (hidden, (num_heads + 2 · num_kv_heads) · d), its columns [Q | K | V] with Q in
+// [0, h), K in [h, h + kv · d) and V in [h + kv · d, h + 2 · kv · d), kv = num_kv_heads. Query
+// head j reads key/value head j / (num_heads / kv). A rank owning query heads [begin, end)
+// (attention_heads) needs their Q columns and the K and V columns of exactly the key/value
+// heads they read:
+//   tp_size dividing kv: kv / tp_size key/value heads of its own;
+//   kv dividing tp_size: ONE key/value head, which tp_size / kv ranks hold alike (replicated:
+//     each replica adds its own query heads' share to its gradient, so those gradients must be
+//     summed over the replicas).
+// Returns its Q columns, then its K columns, then its V columns, increasing within each: with
+// kv = num_heads, qkv_columns' answer.
+// Example: hidden 8, 4 heads (d = 2), 2 key/value heads (K in [8, 12), V in [12, 16)), 2 ranks:
+// rank 0 {0, 1, 2, 3, 8, 9, 12, 13} and rank 1 {4, 5, 6, 7, 10, 11, 14, 15}; on 4 ranks, 1
+// query head each: rank 1 {2, 3, 8, 9, 12, 13} (head 1 reads key/value head 0, as rank 0's does).
+// Requires what qkv_columns requires, num_kv_heads >= 1 dividing num_heads, and tp_size
+// dividing num_kv_heads or num_kv_heads dividing tp_size.
+std::vector<int> gqa_qkv_columns(int hidden, int num_heads, int num_kv_heads, int tp_size,
+                                 int tp_idx);
+
 // ---------------------------------------------------------------------------------------------
 // 10.2 The vocabulary-parallel embedding
 // ---------------------------------------------------------------------------------------------

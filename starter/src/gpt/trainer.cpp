@@ -179,12 +179,12 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--tp " + text(o.tp) + " must divide the MLP's hidden width " + text(m.mlp_width()) +
            ": each rank holds f / tp of its columns";
   }
-  // Part 10.1 (for now) takes as many key/value heads as query heads.
-  if (o.tp > 1 && m.key_value_heads() != m.heads) {
+  // Part 10.1's gqa_qkv_columns: whole key/value heads of each rank's own (tp dividing kv), or
+  // one replicated over tp/kv ranks, whose gradients this trainer does not yet sum (for now).
+  if (o.tp > 1 && m.key_value_heads() % o.tp != 0) {
     return "--tp " + text(o.tp) + " with --kv_heads " + text(m.key_value_heads()) +
-           " below --heads " + text(m.heads) +
-           ": this trainer splits a Llama's heads over tensor parallelism only with as many "
-           "key/value heads as query heads (for now); use --dp, --cp, --pp or --ep";
+           ": tensor parallelism needs tp to divide the key/value heads (each rank its own); "
+           "key/value heads replicated over several ranks are not trained yet";
   }
   const int positions = m.seq_len / o.cp;  // of each sequence, on one context-parallel rank
   if (o.sequence_parallel && (m.seq_len % o.cp != 0 || positions % o.tp != 0)) {
@@ -402,7 +402,8 @@ GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParall
   if (g.tp > 1) {
     layout.tp_size = g.tp;
     layout.tp_idx = g.tp_idx;
-    layout.qkv_columns = par.qkv_columns(config.hidden, config.heads, g.tp, g.tp_idx);
+    layout.qkv_columns =
+        par.qkv_columns(config.hidden, config.heads, config.key_value_heads(), g.tp, g.tp_idx);
     layout.sequence_parallel = g.sequence_parallel;
   }
   if (g.ep > 1) {

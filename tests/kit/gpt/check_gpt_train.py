@@ -55,11 +55,12 @@
            and its activations (2 bytes a kept value, 4 a statistic), fewer than float's; every
            group's bytes as counted.
   llama    --arch llama (RMSNorm, rotary positions, SwiGLU, grouped-query attention): with 2
-           key/value heads for 4 query heads, dp, cp (contiguous and zig-zag, with dp: the
-           rotary turns of each rank's global positions; the ring's keys and values half as
-           wide), pp (2 stages, and 3 that do not divide the 4 pieces), selective and full
-           recomputation and ZeRO 3; with 4 (multi-head), tp with and without --sp, and tp x
-           cp --zigzag; a Llama mixture of experts with ep: each trains the one-rank model
+           key/value heads for 4 query heads, dp, tp (one key/value head each, Part 10.1's
+           gqa_qkv_columns) with --sp and dp, and with cp --zigzag, cp (contiguous and zig-zag,
+           with dp: the rotary turns of each rank's global positions; the ring's keys and values
+           half as wide), pp (2 stages, and 3 that do not divide the 4 pieces), selective and
+           full recomputation and ZeRO 3; with 4 (multi-head), tp with and without --sp, and
+           tp x cp --zigzag; a Llama mixture of experts with ep: each trains the one-rank model
            (double, relative 1e-10), every group's bytes and a block's activations as counted
            (a pipeline's per stage and micro-batches in flight).
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
@@ -232,7 +233,8 @@ def llama():
         return groups_match(r) + activations_match(r)
     grouped = ["--arch", "llama", "--kv_heads", "2"]
     same_model("llama, 2 KV heads", [
-        (2, ["--dp", "2"]), (2, ["--cp", "2"]), (4, ["--cp", "2", "--zigzag", "--dp", "2"]),
+        (2, ["--dp", "2"]), (2, ["--tp", "2"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+        (4, ["--tp", "2", "--sp", "--cp", "2", "--zigzag"]), (2, ["--cp", "2"]), (4, ["--cp", "2", "--zigzag", "--dp", "2"]),
         (4, ["--cp", "4"]), (2, ["--pp", "2", "--microbatches", "2"]),
         (3, ["--pp", "3", "--microbatches", "4"]), (1, ["--recompute", "selective"]),
         (2, ["--dp", "2", "--recompute", "full"]), (2, ["--dp", "2", "--zero", "3"]),
@@ -700,8 +702,9 @@ def cli():
                  "is a Llama's")
     expect_error(1, TINY + ["--arch", "llama", "--hidden", "36", "--heads", "4"],
                  "a Llama's rotary positions turn pairs of a head's columns: d = 9 must be even")
-    expect_error(2, TINY + ["--arch", "llama", "--kv_heads", "2", "--tp", "2"],
-                 "--tp 2 with --kv_heads 2 below --heads 4")
+    expect_error(2, TINY + ["--arch", "llama", "--kv_heads", "2", "--tp", "4"],
+                 "--tp 4 with --kv_heads 2: tensor parallelism needs tp to divide the key/value "
+                 "heads")
     expect_error(2, TINY, "gpt_train: the layout needs tp x cp x dp x pp = 1 x 1 x 1 x 1 = 1 ranks, but mpirun started 2: run it with mpirun -n 1")
     expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
                  "gpt_train: the layout needs tp x cp x dp x pp = 2 x 2 x 1 x 1 = 4 ranks, but mpirun started 2")

@@ -149,8 +149,10 @@ struct BucketedSum {
 // called on a layout that does not need them (tp, cp, ep of 1).
 template <class T>
 struct GptParallelism {
-  // 10.1: the QKV columns rank tp_idx of tp holds.
-  std::function<std::vector<int>(int hidden, int heads, int tp, int tp_idx)> qkv_columns;
+  // 10.1: the QKV columns rank tp_idx of tp holds (qkv_columns, or gqa_qkv_columns for fewer
+  // key/value heads than heads).
+  std::function<std::vector<int>(int hidden, int heads, int kv_heads, int tp, int tp_idx)>
+      qkv_columns;
   // 11.1: the positions rank cp_idx of cp holds of a sequence of seq_len.
   std::function<std::vector<int>(int seq_len, int cp, int cp_idx, bool zigzag)> cp_positions;
   // 12.1: the experts [begin, end) rank ep_idx of ep holds.
