@@ -1,4 +1,4 @@
-// Causal multi-head self-attention, GPT-2's, with a fused QKV weight:
+// Causal multi-head self-attention, GPT-2's (a Llama's below), with a fused QKV weight:
 //
 //   [q | k | v] = f(x) · W_qkv + b_qkv        W_qkv (h, 3h): columns [Q | K | V], head j's d
 //                                             columns [j·d, (j+1)·d) inside each of Q, K and V

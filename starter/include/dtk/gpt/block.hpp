@@ -1,4 +1,5 @@
-// One transformer block, GPT-2's pre-LayerNorm form:
+// One transformer block, in the pre-norm form GPT-2 and Llama share (their norms, MLPs and
+// attentions differ inside the layers: gpt.hpp):
 //
 //   x = x + Attention(LN1(x))
 //   x = x + MLP(LN2(x))          (or a mixture of experts in place of the MLP)

@@ -4,7 +4,7 @@
 //   probs = softmax(x · W_router)                   W_router (h, E), no bias
 //   ids   = the k most probable experts of each row, most probable first (ties: the lower id)
 //   gates = their probabilities renormalised over the k:  gates[i, c] = probs[i, ids[i, c]] / Σ_c'
-//   y[i]  = Σ_c gates[i, c] · expert_{ids[i, c]}(x[i])      each expert a GPT-2 MLP h → 4h → h
+//   y[i]  = Σ_c gates[i, c] · expert_{ids[i, c]}(x[i])      each expert the block's MLP, h → f → h
 //
 // Each (token, choice) pair is a row of its own: GptCommunication's moe_dispatch groups the rows
 // by expert (on one rank it only reorders them; Part 12 sends them to the ranks holding their
