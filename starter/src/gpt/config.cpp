@@ -34,7 +34,10 @@ bool whole_heads(const GptConfig& c, const std::vector<int>& columns) {
   const int d = c.head_size(), a = c.heads, kv = c.key_value_heads();
   const std::size_t queries =
       std::count_if(columns.begin(), columns.end(), [&](int column) { return column < a * d; });
-  if (queries == 0 || queries % d != 0 || (columns.size() - queries) % (2 * d) != 0) return false;
+  if (queries == 0 || queries % d != 0 || columns.size() == queries ||
+      (columns.size() - queries) % (2 * d) != 0) {
+    return false;  // no whole query heads, or no key/value heads for them
+  }
   const std::size_t q_heads = queries / d, kv_heads = (columns.size() - queries) / (2 * d);
   std::vector<int> q, k, v;
   if (!heads_at(columns, 0, q_heads, 0, d, q) ||

@@ -195,6 +195,27 @@ TEST_CASE("kit | config and layout: shapes the model cannot take are named", "[g
     std::swap(layout.qkv_columns[0], layout.qkv_columns[1]);
     check.that(dtk::gpt::layout_problem(c, layout).find("whole heads") != std::string::npos,
                "QKV columns out of order are refused");
+    layout.qkv_columns = dtk::gpt::index_range(0, c.hidden);
+    check.that(dtk::gpt::layout_problem(c, layout).find("whole heads") != std::string::npos,
+               "Q columns without K and V are refused");
+    // A Llama of 4 heads reading 2 key/value heads (d = 64): rank 1 of 2 holds query heads 2, 3,
+    // which read key/value head 1: Q [128, 256), K [320, 384), V [448, 512).
+    dtk::gpt::GptConfig llama = c;
+    llama.arch = dtk::gpt::Architecture::Llama;
+    llama.kv_heads = 2;
+    layout = dtk::gpt::one_rank_layout(llama);
+    layout.tp_size = 2;
+    layout.tp_idx = 1;
+    layout.qkv_columns = dtk::gpt::index_range(128, 256);
+    for (const int first : {320, 448}) {
+      for (int column = first; column < first + 64; ++column) layout.qkv_columns.push_back(column);
+    }
+    check.that(dtk::gpt::layout_problem(llama, layout).empty(),
+               "a Llama rank's query heads with the key/value head they read: " +
+                   dtk::gpt::layout_problem(llama, layout));
+    for (int& column : layout.qkv_columns) column -= column >= 256 ? 64 : 0;  // key/value head 0
+    check.that(dtk::gpt::layout_problem(llama, layout).find("whole heads") != std::string::npos,
+               "a Llama rank's query heads with a key/value head they do not read are refused");
     layout = dtk::gpt::one_rank_layout(c);
     layout.tp_size = 3;
     check.that(dtk::gpt::layout_problem(c, layout).find("tp = 3 must divide") != std::string::npos,
