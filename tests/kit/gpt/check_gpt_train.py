@@ -62,7 +62,9 @@
            full recomputation and ZeRO 3; with 4 (multi-head), tp with and without --sp, and
            tp x cp --zigzag; a Llama mixture of experts with ep: each trains the one-rank model
            (double, relative 1e-10), every group's bytes and a block's activations as counted
-           (a pipeline's per stage and micro-batches in flight).
+           (a pipeline's per stage and micro-batches in flight). And in bf16 (one rank, tp x sp
+           x dp, cp --zigzag x dp, ZeRO 3 on dp 2), bf16's checks: the same bits twice, float's
+           to 1 %, ZeRO 3's ZeRO 0's to 1e-5, model states, bytes and activations as counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
            numbers), a rank count that is not tp x cp x dp, shapes the model refuses, a missing,
@@ -247,6 +249,9 @@ def llama():
         (2, ["--dp", "2", "--ep", "2"]), (4, ["--dp", "4", "--ep", "4"]),
     ], grouped + ["--experts", "4", "--top_k", "2"], lambda flags, r: groups_match(r),
         tolerance=1e-10)
+    bf16_runs([(1, []), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+               (4, ["--cp", "2", "--zigzag", "--dp", "2"]), (2, ["--dp", "2", "--zero", "3"])],
+              grouped)
 
 
 def experts():
@@ -505,18 +510,23 @@ def bf16():
                (1, ["--zero", "3"]), (4, ["--dp", "4", "--zero", "3"]),
                (4, ["--tp", "2", "--sp", "--dp", "2", "--zero", "3", "--recompute", "full"]),
                (4, ["--pp", "2", "--dp", "2", "--microbatches", "3", "--zero", "3"])]
+    bf16_runs(layouts)
+
+
+def bf16_runs(layouts, model=()):
+    """bf16()'s checks of each layout (ranks, flags) of the model TINY + model."""
     for ranks, flags in layouts:
-        common = TINY + flags + ["--batch_size", "12", "--steps", "3"]
+        common = TINY + list(model) + flags + ["--batch_size", "12", "--steps", "3"]
         f32 = report_of(ranks, common + ["--dtype", "float"], "float")
         runs = [report_of(ranks, common + ["--dtype", "bf16"], "bf16") for _ in range(2)]
         stage = flags[flags.index("--zero") + 1] if "--zero" in flags else "0"
         whole = runs[0] if stage == "0" else report_of(
-            ranks, TINY + flags[:flags.index("--zero")] +
+            ranks, TINY + list(model) + flags[:flags.index("--zero")] +
             ["--batch_size", "12", "--steps", "3", "--dtype", "bf16"], "bf16_zero0")
         if f32 is None or None in runs or whole is None:
             continue
         r = runs[0]
-        where = "--dtype bf16 %s (-n %d)" % (" ".join(flags), ranks)
+        where = "--dtype bf16 %s (-n %d)" % (" ".join(list(model) + flags), ranks)
         problems = []
         if runs[1]["weights_l2"] != r["weights_l2"]:
             problems.append("weights_l2 %.17g, then %.17g" % (r["weights_l2"], runs[1]["weights_l2"]))
