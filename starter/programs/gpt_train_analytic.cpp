@@ -33,7 +33,7 @@ struct ParameterClasses {
 // has no biases, no norm biases and no wpe (biases = 0); its W1 is [W_gate | W_up], 2f wide.
 ParameterClasses piece_classes(const gpt::GptTrainOptions& t, const gpt::GptConfig& m, int piece) {
   const double h = m.hidden, V = m.vocab_size, p = t.tp, qkv = m.qkv_width(), f = m.mlp_width();
-  const double biases = m.llama() ? 0 : 1, norm = (1 + biases) * h, fc1 = (2 - biases) * f;
+  const double biases = m.llama() ? 0 : 1, norm = (1 + biases) * h, fc1 = m.fc1_width();
   if (piece == 0) return {V * h / p, biases * m.seq_len * h, 0};  // wte's rows, wpe
   if (piece == m.layers + 1) return {V * h / p, norm, 0};         // the LM head, ln_f
   const double attention = (h * qkv + biases * qkv + h * h) / p;  // W_qkv, b_qkv, W_proj
@@ -161,7 +161,7 @@ ActivationCounts analytic_activations_per_block(const gpt::GptTrainOptions& t,
   const double b = t.batch_size / t.dp, N = b * s;
   const double stream = t.sequence_parallel ? N / p : N;          // rows of the residual stream
   const double kv = double(m.key_value_heads()) * m.head_size();  // columns of K and of V
-  const double fc1 = (m.llama() ? 2.0 : 1.0) * m.mlp_width();     // of x · W1
+  const double fc1 = m.fc1_width();                               // of x · W1
   // Two norms (x̂, 1/σ, y), Q, K, V and the attention's out and lse, the MLP's x · W1 (+ b1) and
   // its activation (not with selective recomputation), and under --sp the gathered inputs of the
   // attention and of the MLP; with full recomputation, the block's input alone.

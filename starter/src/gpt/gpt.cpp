@@ -336,16 +336,9 @@ std::size_t Gpt<T>::workspace_bytes() const {
   return total;
 }
 
-namespace {
-
-// W1's columns: f, or a Llama's 2f (W_gate and W_up).
-double fc1_width(const GptConfig& c) { return (c.llama() ? 2.0 : 1.0) * c.mlp_width(); }
-
-}  // namespace
-
 std::vector<double> piece_flops(const GptConfig& c) {
   const double h = c.hidden, T = c.seq_len, V = c.vocab_size, f = c.mlp_width();
-  const double one_mlp = 2 * (h * fc1_width(c) + f * h);  // W1, W2 (GPT-2's 16h²)
+  const double one_mlp = 2 * (h * c.fc1_width() + f * h);  // W1, W2 (GPT-2's 16h²)
   const double mlp = c.mixture_of_experts() ? c.top_k * one_mlp + 2 * h * c.experts : one_mlp;
   // Per token: Q, K, V and the output projection (2 · h · ((a + 2kv) d + h), GPT-2's 2 · 4h²),
   // the scores and the weighted values (2 · T · h each), the MLP; and the LM head.
@@ -361,7 +354,7 @@ double recompute_flops(const GptConfig& c, double tokens, Recompute recompute) {
     case Recompute::None:
       return 0;
     case Recompute::Selective:  // W1's product of each token's MLP (its k experts' with experts)
-      return c.layers * (c.mixture_of_experts() ? c.top_k : 1) * 2 * (h * fc1_width(c)) * tokens;
+      return c.layers * (c.mixture_of_experts() ? c.top_k : 1) * 2 * (h * c.fc1_width()) * tokens;
     case Recompute::Full:  // every block's forward
       return c.layers * piece_flops(c)[1] * tokens;
   }

@@ -134,7 +134,7 @@ std::vector<int> fc1_columns(const GptConfig& config, const std::vector<int>& hi
 template <class T>
 Linear<T> make_fc1(const std::string& prefix, const GptConfig& config, const InitialWeights& init,
                    const std::vector<int>& hidden, Sharing sharing) {
-  const int width = (config.llama() ? 2 : 1) * config.mlp_width();
+  const int width = config.fc1_width();
   const std::vector<int> columns = fc1_columns(config, hidden);
   Parameter<T> weight = shared_as(
       column_slice<T>(prefix + ".fc1.weight",

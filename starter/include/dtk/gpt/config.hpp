@@ -49,6 +49,8 @@ struct GptConfig {
   // f: GPT-2's 4h; a Llama's SwiGLU 2/3 of that (its three matrices cost what GPT-2's two do),
   // rounded up to a multiple of 64 (Llama rounds to 256: too coarse for these widths).
   int mlp_width() const { return llama() ? (8 * hidden / 3 + 63) / 64 * 64 : 4 * hidden; }
+  // W1's columns: f, or a Llama's 2f (its W_gate and W_up side by side).
+  int fc1_width() const { return (llama() ? 2 : 1) * mlp_width(); }
   bool mixture_of_experts() const { return experts > 0; }
 };
 
