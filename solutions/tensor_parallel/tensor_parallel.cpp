@@ -34,6 +34,18 @@ HeadRange heads_of_rank(int num_heads, int tp_size, int tp_idx, const std::strin
   return {tp_idx * per_rank, (tp_idx + 1) * per_rank};
 }
 
+// The heads of rank tp_idx, with the checks qkv_columns and gqa_qkv_columns share (those of
+// heads_of_rank, and hidden a positive multiple of num_heads).
+HeadRange fused_weight_heads(int hidden, int num_heads, int tp_size, int tp_idx,
+                             const std::string& function) {
+  require(hidden >= 1, function, "hidden must be >= 1, got " + std::to_string(hidden));
+  const HeadRange heads = heads_of_rank(num_heads, tp_size, tp_idx, function);
+  require(hidden % num_heads == 0, function,
+          "num_heads " + std::to_string(num_heads) + " does not divide hidden " +
+              std::to_string(hidden));
+  return heads;
+}
+
 // The row of this rank's slice that token id `token` is, or -1 when another rank holds it.
 long local_row(std::int32_t token, int vocab_begin, std::size_t local_vocab) {
   const long row = static_cast<long>(token) - vocab_begin;
@@ -88,12 +100,7 @@ HeadRange attention_heads(int num_heads, int tp_size, int tp_idx) {
 }
 
 std::vector<int> qkv_columns(int hidden, int num_heads, int tp_size, int tp_idx) {
-  const std::string function = "qkv_columns";
-  require(hidden >= 1, function, "hidden must be >= 1, got " + std::to_string(hidden));
-  const HeadRange heads = heads_of_rank(num_heads, tp_size, tp_idx, function);
-  require(hidden % num_heads == 0, function,
-          "num_heads " + std::to_string(num_heads) + " does not divide hidden " +
-              std::to_string(hidden));
+  const HeadRange heads = fused_weight_heads(hidden, num_heads, tp_size, tp_idx, "qkv_columns");
   const int d = hidden / num_heads;
   std::vector<int> columns;
   for (int block = 0; block < 3; ++block) {  // Q, K, V
@@ -105,11 +112,7 @@ std::vector<int> qkv_columns(int hidden, int num_heads, int tp_size, int tp_idx)
 std::vector<int> gqa_qkv_columns(int hidden, int num_heads, int num_kv_heads, int tp_size,
                                  int tp_idx) {
   const std::string function = "gqa_qkv_columns";
-  require(hidden >= 1, function, "hidden must be >= 1, got " + std::to_string(hidden));
-  const HeadRange heads = heads_of_rank(num_heads, tp_size, tp_idx, function);
-  require(hidden % num_heads == 0, function,
-          "num_heads " + std::to_string(num_heads) + " does not divide hidden " +
-              std::to_string(hidden));
+  const HeadRange heads = fused_weight_heads(hidden, num_heads, tp_size, tp_idx, function);
   require(num_kv_heads >= 1 && num_heads % num_kv_heads == 0, function,
           "num_kv_heads must be >= 1 and divide num_heads " + std::to_string(num_heads) + ", got " +
               std::to_string(num_kv_heads));
