@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <xtensor/xview.hpp>
+
 #include "dtk/gpt/bf16_store.hpp"
 #include "dtk/gpt/bytes.hpp"
 #include "dtk/gpt/rotary.hpp"
@@ -59,10 +61,30 @@ CausalSelfAttention<T>::CausalSelfAttention(const std::string& prefix, const Gpt
       heads_(layout.local_heads(config)),
       kv_heads_(layout.local_kv_heads(config)),
       widths_{std::size_t(heads_ * config.head_size()), std::size_t(kv_heads_ * config.head_size()),
-              std::size_t(kv_heads_ * config.head_size())} {}
+              std::size_t(kv_heads_ * config.head_size())} {
+  if (layout.key_value_heads_replicated(config)) {
+    // tp/kv ranks hold these K and V columns: a parameter of their own, whose gradient (of this
+    // rank's query heads only) the trainer sums over them.
+    kv_weight = qkv_weight;
+    kv_weight.name += "[k,v]";
+    kv_weight.sharing = Sharing::KeyValueReplicas;
+    const std::size_t q = widths_[0];
+    kv_weight.value = xt::view(qkv_weight.value, xt::all(), xt::range(q, xt::placeholders::_));
+    kv_weight.grad = xt::zeros<T>(kv_weight.value.shape());
+    qkv_weight.value = xt::view(qkv_weight.value, xt::all(), xt::range(0, q));
+    qkv_weight.grad = xt::zeros<T>(qkv_weight.value.shape());
+  }
+}
+
+template <class T>
+std::pair<Parameter<T>*, std::size_t> CausalSelfAttention<T>::columns_of(std::size_t part) {
+  if (part > 0 && kv_weight.value.size() > 0) return {&kv_weight, part == 1 ? 0 : widths_[1]};
+  return {&qkv_weight, part == 0 ? 0 : part == 1 ? widths_[0] : widths_[0] + widths_[1]};
+}
 
 template <class T>
 std::vector<Parameter<T>*> CausalSelfAttention<T>::parameters() {
+  if (kv_weight.value.size() > 0) return {&qkv_weight, &kv_weight, &proj_weight};
   if (llama_) return {&qkv_weight, &proj_weight};
   return {&qkv_weight, &qkv_bias, &proj_weight, &proj_bias};
 }
@@ -76,13 +98,15 @@ const Matrix<T>& CausalSelfAttention<T>::forward(const Matrix<T>& x,
   s.batch = batch;
   s.input = &communicate(comm_.enter_forward, x, s.entered);  // f
   const Matrix<T>& in = *s.input;
-  const std::size_t rows = in.shape(0), h = in.shape(1), all = qkv_weight.value.shape(1);
+  const std::size_t rows = in.shape(0), h = in.shape(1);
   // part 0, 1, 2 = q, k, v = f(x) · (block p of W_qkv's columns) + (block p of b_qkv)
   Matrix<T>* parts[3] = {&s.q, &s.k, &s.v};
   const int part_heads[2] = {heads_, kv_heads_};
-  for (std::size_t p = 0, first = 0; p < 3; first += widths_[p++]) {
+  for (std::size_t p = 0; p < 3; ++p) {
+    const auto [weight, first] = columns_of(p);
+    const std::size_t all = weight->value.shape(1);
     ensure_shape(*parts[p], rows, widths_[p]);
-    gemm<T>(false, false, rows, widths_[p], h, T(1), in.data(), h, qkv_weight.value.data() + first,
+    gemm<T>(false, false, rows, widths_[p], h, T(1), in.data(), h, weight->value.data() + first,
             all, T(0), parts[p]->data(), widths_[p]);
     if (llama_) {
       if (p < 2) rotate(*parts[p], part_heads[p], positions, rope_theta_);
@@ -109,21 +133,23 @@ const Matrix<T>& CausalSelfAttention<T>::backward(const Matrix<T>& dy, int slot)
   attention_grads_ = comm_.attention_backward(s.q, s.k, s.v, s.attention.out, s.attention.lse,
                                               out_grad_, s.positions, s.batch, heads_);
   const Matrix<T>& in = *s.input;
-  const std::size_t rows = in.shape(0), h = in.shape(1), all = qkv_weight.value.shape(1);
+  const std::size_t rows = in.shape(0), h = in.shape(1);
   ensure_shape(input_grad_, rows, h);
   Matrix<T>* part_grads[3] = {&attention_grads_.dq, &attention_grads_.dk, &attention_grads_.dv};
   const int part_heads[2] = {heads_, kv_heads_};
-  for (std::size_t p = 0, first = 0; p < 3; first += widths_[p++]) {
+  for (std::size_t p = 0; p < 3; ++p) {
+    const auto [weight, first] = columns_of(p);
+    const std::size_t all = weight->value.shape(1);
     Matrix<T>& grad = *part_grads[p];
     // The gradient of q and k before their turn: turned back (a rotation's transpose).
     if (llama_ && p < 2) rotate(grad, part_heads[p], s.positions, rope_theta_, /*inverse=*/true);
     // block p of dW_qkv += f(x)ᵀ · grad, of db_qkv += Σ_rows grad
     gemm<T>(true, false, h, widths_[p], rows, T(1), in.data(), h, grad.data(), widths_[p], T(1),
-            qkv_weight.grad.data() + first, all);
+            weight->grad.data() + first, all);
     if (!llama_) add_bias_grad(grad, qkv_bias.grad.data() + first);
     // d f(x) = Σ_p grad_p · (block p of W_qkv)ᵀ
     gemm<T>(false, true, rows, h, widths_[p], T(1), grad.data(), widths_[p],
-            qkv_weight.value.data() + first, all, p == 0 ? T(0) : T(1), input_grad_.data(), h);
+            weight->value.data() + first, all, p == 0 ? T(0) : T(1), input_grad_.data(), h);
   }
   // The backward has read f(x): its buffer can take f's backward now.
   return communicate(comm_.enter_backward, input_grad_, s.entered);

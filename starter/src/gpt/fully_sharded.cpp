@@ -18,7 +18,7 @@ FullyShardedStates<T>::FullyShardedStates(std::vector<std::vector<Parameter<T>*>
   if (!make_) {
     throw std::invalid_argument("FullyShardedStates: ZeRO-3 needs Part 16.3's FullyShardedBlocks");
   }
-  const std::array<Communicator*, 3> comms = gradient_groups(g);
+  const auto comms = gradient_groups(g);
   groups_.resize(comms.size());
   for (std::size_t c = 0; c < comms.size(); ++c) groups_[c].comm = comms[c];
   for (std::size_t i = 0; i < pieces_.size(); ++i) {

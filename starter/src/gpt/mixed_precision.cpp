@@ -67,7 +67,7 @@ MixedPrecisionStates<T>::MixedPrecisionStates(std::vector<std::vector<Parameter<
     throw std::invalid_argument("MixedPrecisionStates: ZeRO stage " + std::to_string(zero_stage_) +
                                 " (0, or 1 and 2 with Part 9's functions)");
   }
-  const std::array<Communicator*, 3> comms = gradient_groups(g);
+  const auto comms = gradient_groups(g);
   groups_.resize(comms.size());
   for (std::size_t c = 0; c < comms.size(); ++c) {
     groups_[c].comm = comms[c]->Get_size() > 1 ? comms[c] : nullptr;

@@ -26,8 +26,8 @@ struct Span {
 
 }  // namespace
 
-std::array<Communicator*, 3> gradient_groups(GptGrid& g) {
-  return {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm};
+std::array<Communicator*, kGradientGroups> gradient_groups(GptGrid& g) {
+  return {&g.expert_replica_comm, &g.stage_comm, &g.replica_comm, &g.key_value_replica_comm};
 }
 
 template <class T>
@@ -42,14 +42,14 @@ ModelStates<T>::ModelStates(std::vector<Parameter<T>*> params, GptGrid& g, Updat
     throw std::invalid_argument("ModelStates: ZeRO stage " + std::to_string(stage_) +
                                 " needs Part 9's functions");
   }
-  const std::array<Communicator*, 3> comms = gradient_groups(g);
+  const auto comms = gradient_groups(g);
   const auto group = [&](const Parameter<T>* p) {
     return gradient_group(p->sharing, g.sequence_parallel);
   };
   std::stable_sort(params.begin(), params.end(),
                    [&](auto* a, auto* b) { return group(a) < group(b); });
   std::size_t begin = 0;
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < kGradientGroups; ++c) {
     std::size_t size = 0;
     for (const Parameter<T>* p : params) size += group(p) == c ? p->value.size() : 0;
     if (size == 0) continue;

@@ -33,18 +33,23 @@ std::string text(long value) { return std::to_string(value); }
 // The square of the model's L2 norm, each parameter counted once, on the first context-parallel
 // rank: a tensor-parallel slice on the first data-parallel replica, a replicated tensor also only
 // on the first rank of its tensor-parallel group, an expert on the first replica holding it (the
-// ep ranks dp_idx < ep hold every expert once). Summed over the world.
+// ep ranks dp_idx < ep hold every expert once), a replicated key/value head's columns a share
+// from each of its tensor-parallel replicas. Summed over the world.
 template <class T>
 double weights_square_sum(const std::vector<Parameter<T>*>& parameters, const GptGrid& g,
                           const Communicator& world) {
+  const double key_value_replicas = double(g.key_value_replica_comm.Get_size()) / (g.dp * g.cp);
   double sum = 0;
   for (const Parameter<T>* p : parameters) {
     const bool counted =
-        g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel ? g.dp_idx == 0
-                          : p->sharing == Sharing::Replicated   ? g.dp_idx == 0 && g.tp_idx == 0
-                                                                : g.dp_idx < g.ep && g.tp_idx == 0);
+        g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel     ? g.dp_idx == 0
+                          : p->sharing == Sharing::KeyValueReplicas ? g.dp_idx == 0
+                          : p->sharing == Sharing::Replicated       ? g.dp_idx == 0 && g.tp_idx == 0
+                                                              : g.dp_idx < g.ep && g.tp_idx == 0);
     if (!counted) continue;
-    for (const T v : p->value) sum += double(v) * double(v);
+    double square = 0;
+    for (const T v : p->value) square += double(v) * double(v);
+    sum += p->sharing == Sharing::KeyValueReplicas ? square / key_value_replicas : square;
   }
   double total = 0;
   MPI_Allreduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, world.handle());
@@ -180,11 +185,11 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
            ": each rank holds f / tp of its columns";
   }
   // Part 10.1's gqa_qkv_columns: whole key/value heads of each rank's own (tp dividing kv), or
-  // one replicated over tp/kv ranks, whose gradients this trainer does not yet sum (for now).
-  if (o.tp > 1 && m.key_value_heads() % o.tp != 0) {
+  // one replicated over tp/kv ranks (kv dividing tp).
+  if (m.key_value_heads() % o.tp != 0 && o.tp % m.key_value_heads() != 0) {
     return "--tp " + text(o.tp) + " with --kv_heads " + text(m.key_value_heads()) +
-           ": tensor parallelism needs tp to divide the key/value heads (each rank its own); "
-           "key/value heads replicated over several ranks are not trained yet";
+           ": one must divide the other (each rank its own key/value heads, or one of them "
+           "replicated over tp/kv ranks)";
   }
   const int positions = m.seq_len / o.cp;  // of each sequence, on one context-parallel rank
   if (o.sequence_parallel && (m.seq_len % o.cp != 0 || positions % o.tp != 0)) {
@@ -233,8 +238,12 @@ std::string gpt_options_problem(const GptTrainOptions& o, const int ranks, const
     return "--bucket_mb with --pp or --microbatches: the buckets are reduced during one backward "
            "per step, which a pipeline runs in micro-batches; use one of the two";
   }
-  if (o.bucket_mb > 0 && (o.sequence_parallel || m.mixture_of_experts())) {
-    return std::string("--bucket_mb with ") + (o.sequence_parallel ? "--sp" : "--experts") +
+  const bool replicated_key_values = m.key_value_heads() < o.tp;
+  if (o.bucket_mb > 0 && (o.sequence_parallel || m.mixture_of_experts() || replicated_key_values)) {
+    return std::string("--bucket_mb with ") +
+           (o.sequence_parallel     ? "--sp"
+            : replicated_key_values ? "fewer --kv_heads than --tp"
+                                    : "--experts") +
            ": its gradients are summed over two groups of ranks, and the buckets sum over one "
            "(the data- and context-parallel ranks of a dense model)";
   }
@@ -413,6 +422,16 @@ GptLayout make_layout(const GptConfig& config, const GptGrid& g, const GptParall
   return layout;
 }
 
+// The ranks of the stage holding the same key/value heads as this one, told apart by their
+// first K column: with fewer key/value heads than tp, tp/kv tensor-parallel ranks (times dp · cp);
+// else each tensor-parallel rank's own, the ranks of replica_comm.
+Communicator key_value_replicas(const GptGrid& g, const GptConfig& config,
+                                const GptLayout& layout) {
+  const int first_key_column =
+      layout.qkv_columns.at(layout.local_heads(config) * config.head_size());
+  return g.stage_comm.Split(first_key_column, g.stage_comm.Get_rank());
+}
+
 // The positions of each sequence this rank holds: the students' 11.1 under cp, else all.
 template <class T>
 std::vector<int> rank_positions(int seq_len, const GptGrid& g, const GptParallelism<T>& par) {
@@ -456,7 +475,8 @@ std::array<std::uint64_t, 5> bytes_sent(const GptGrid& g) {
   return {g.tp_comm.total_bytes_transferred(), g.cp_comm.total_bytes_transferred(),
           g.replica_comm.total_bytes_transferred() +
               g.expert_replica_comm.total_bytes_transferred() +
-              g.stage_comm.total_bytes_transferred(),
+              g.stage_comm.total_bytes_transferred() +
+              g.key_value_replica_comm.total_bytes_transferred(),
           g.ep_comm.total_bytes_transferred(), g.pp_comm.total_bytes_transferred()};
 }
 
@@ -488,6 +508,8 @@ class GptRun {
         validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
         eval_every_(o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10)),
         global_tokens_(double(o.batch_size) * config_.seq_len) {
+    g_.key_value_replica_comm =
+        key_value_replicas(g_, config_, make_layout(config_, g_, parallelism, cuts_, 0));
     const auto update =
         o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam : ModelStates<T>::Update::Sgd;
     std::vector<std::vector<Parameter<T>*>> pieces;

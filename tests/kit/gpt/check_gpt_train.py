@@ -59,7 +59,10 @@
            gqa_qkv_columns) with --sp and dp, and with cp --zigzag, cp (contiguous and zig-zag,
            with dp: the rotary turns of each rank's global positions; the ring's keys and values
            half as wide), pp (2 stages, and 3 that do not divide the 4 pieces), selective and
-           full recomputation and ZeRO 3; with 4 (multi-head), tp with and without --sp, and
+           full recomputation and ZeRO 3; replicated over tp/kv ranks (tp 4, with --sp, cp
+           --zigzag, dp and ZeRO 1), and multi-query's one (tp 2 and 4, --sp, dp, ZeRO 2 and 3,
+           pp), whose K and V gradients the trainer sums over the replicas; with 4 (multi-head),
+           tp with and without --sp, and
            tp x cp --zigzag; a Llama mixture of experts with ep: each trains the one-rank model
            (double, relative 1e-10), every group's bytes and a block's activations as counted
            (a pipeline's per stage and micro-batches in flight). And in bf16 (one rank, tp x sp
@@ -241,6 +244,16 @@ def llama():
         (3, ["--pp", "3", "--microbatches", "4"]), (1, ["--recompute", "selective"]),
         (2, ["--dp", "2", "--recompute", "full"]), (2, ["--dp", "2", "--zero", "3"]),
     ], grouped, counted, tolerance=1e-10)
+    # Fewer key/value heads than tp: each held by tp/kv ranks, its gradient summed over them.
+    same_model("llama, KV heads replicated", [
+        (4, ["--tp", "4"]), (4, ["--tp", "4", "--sp"]), (8, ["--tp", "4", "--cp", "2", "--zigzag"]),
+        (8, ["--tp", "4", "--sp", "--dp", "2", "--zero", "1"]),
+    ], grouped, counted, tolerance=1e-10)
+    same_model("llama, multi-query", [
+        (2, ["--tp", "2"]), (4, ["--tp", "4", "--sp"]), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+        (4, ["--tp", "2", "--dp", "2", "--zero", "2"]), (4, ["--tp", "2", "--dp", "2", "--zero", "3"]),
+        (4, ["--tp", "2", "--pp", "2", "--microbatches", "2"]),
+    ], ["--arch", "llama", "--kv_heads", "1"], counted, tolerance=1e-10)
     same_model("llama, multi-head", [
         (2, ["--tp", "2"]), (4, ["--tp", "2", "--sp", "--dp", "2"]), (4, ["--tp", "4", "--sp"]),
         (4, ["--tp", "2", "--sp", "--cp", "2", "--zigzag"]),
@@ -249,7 +262,7 @@ def llama():
         (2, ["--dp", "2", "--ep", "2"]), (4, ["--dp", "4", "--ep", "4"]),
     ], grouped + ["--experts", "4", "--top_k", "2"], lambda flags, r: groups_match(r),
         tolerance=1e-10)
-    bf16_runs([(1, []), (4, ["--tp", "2", "--sp", "--dp", "2"]),
+    bf16_runs([(1, []), (4, ["--tp", "2", "--sp", "--dp", "2"]), (4, ["--tp", "4", "--sp"]),
                (4, ["--cp", "2", "--zigzag", "--dp", "2"]), (2, ["--dp", "2", "--zero", "3"])],
               grouped)
 
@@ -712,9 +725,13 @@ def cli():
                  "is a Llama's")
     expect_error(1, TINY + ["--arch", "llama", "--hidden", "36", "--heads", "4"],
                  "a Llama's rotary positions turn pairs of a head's columns: d = 9 must be even")
-    expect_error(2, TINY + ["--arch", "llama", "--kv_heads", "2", "--tp", "4"],
-                 "--tp 4 with --kv_heads 2: tensor parallelism needs tp to divide the key/value "
-                 "heads")
+    expect_error(4, TINY + ["--arch", "llama", "--hidden", "48", "--heads", "12", "--kv_heads", "3",
+                            "--tp", "4"],
+                 "--tp 4 with --kv_heads 3: one must divide the other")
+    expect_error(4, TINY + ["--arch", "llama", "--kv_heads", "1", "--tp", "2", "--dp", "2",
+                            "--bucket_mb", "1"],
+                 "--bucket_mb with fewer --kv_heads than --tp: its gradients are summed over two "
+                 "groups of ranks")
     expect_error(2, TINY, "gpt_train: the layout needs tp x cp x dp x pp = 1 x 1 x 1 x 1 = 1 ranks, but mpirun started 2: run it with mpirun -n 1")
     expect_error(2, TINY + ["--tp", "2", "--cp", "2"],
                  "gpt_train: the layout needs tp x cp x dp x pp = 2 x 2 x 1 x 1 = 4 ranks, but mpirun started 2")

@@ -18,7 +18,10 @@
 // of the key/value heads its query heads read, then their V columns; its rows of W_proj are its
 // Q columns (the rows that multiply its heads' outputs). Its q and out are (N, h/tp), k and v
 // (N, its kv heads · d); the heads never talk to each other, so the attention itself needs no
-// communication. The attention is GptCommunication's
+// communication. With fewer key/value heads than ranks (kv < tp) tp/kv ranks hold each one: its
+// K and V columns are then a parameter of their own, kv_weight, whose gradient on one rank
+// covers that rank's query heads only (the trainer sums it over the replicas, parameter.hpp's
+// Sharing::KeyValueReplicas). The attention is GptCommunication's
 // attention_forward/backward: the block kernel over all keys on one rank, ring attention under
 // context parallelism (Part 11).
 //
@@ -27,6 +30,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtk/gpt/communication.hpp"
@@ -52,7 +56,8 @@ class CausalSelfAttention {
   // dy (rows of the residual stream, h) → dx (same); adds to the parameters' gradients.
   const Matrix<T>& backward(const Matrix<T>& dy, int slot);
 
-  // qkv.weight, qkv.bias, proj.weight, proj.bias (a Llama's: the two weights).
+  // qkv.weight, qkv.bias, proj.weight, proj.bias (a Llama's: the two weights, and kv_weight
+  // after qkv.weight when it holds any).
   std::vector<Parameter<T>*> parameters();
   // Slot's buffers given back (full recomputation: the block's forward runs again).
   void release(int slot) { saved_.release(slot); }
@@ -61,8 +66,9 @@ class CausalSelfAttention {
   std::size_t activation_bytes() const;
   std::size_t workspace_bytes() const;
 
-  Parameter<T> qkv_weight;   // (h, 3h/tp); a Llama's (h, (a + 2kv) d/tp)
-  Parameter<T> qkv_bias;     // (1, 3h/tp); empty for a Llama
+  Parameter<T> qkv_weight;  // (h, 3h/tp); a Llama's (h, (a + 2kv) d/tp), or its Q columns alone
+  Parameter<T> kv_weight;   // replicated key/value heads: their K and V columns (h, 2d); else empty
+  Parameter<T> qkv_bias;    // (1, 3h/tp); empty for a Llama
   Parameter<T> proj_weight;  // (h/tp, h)
   Parameter<T> proj_bias;    // (1, h), added after g; empty for a Llama
 
@@ -74,6 +80,9 @@ class CausalSelfAttention {
   int heads_, kv_heads_;  // this rank's query heads and key/value heads
   // Columns of q (and out), then of k and of v: this rank's query heads' and kv heads' · d.
   std::size_t widths_[3];
+  // Block `part` of W_qkv's columns (0 Q, 1 K, 2 V): the parameter holding it, and its first
+  // column there.
+  std::pair<Parameter<T>*, std::size_t> columns_of(std::size_t part);
   struct Saved {
     std::vector<int> positions;
     int batch = 0;

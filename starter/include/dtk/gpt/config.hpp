@@ -116,6 +116,10 @@ struct GptLayout {
   int local_kv_heads(const GptConfig& c) const {
     return (static_cast<int>(qkv_columns.size()) / c.head_size() - local_heads(c)) / 2;
   }
+  // Fewer key/value heads than tensor-parallel ranks: each is held by tp/kv ranks.
+  bool key_value_heads_replicated(const GptConfig& c) const {
+    return tp_size > c.key_value_heads();
+  }
   bool holds_embedding() const { return piece_begin == 0; }
   bool holds_head(const GptConfig& c) const { return piece_end == c.layers + 2; }
   // The blocks [block_begin, block_end) of the pieces this rank holds.

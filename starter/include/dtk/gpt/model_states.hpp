@@ -7,8 +7,9 @@
 // while the model runs.
 //
 // Who sums a gradient (parameter.hpp's Sharing): an expert's replicas (expert_replica_comm);
-// under sequence parallelism the whole stage, for a replicated tensor (stage_comm); else the
-// dp · cp ranks of the same tp_idx (replica_comm). The flat vectors hold the parameters grouped
+// under sequence parallelism the whole stage, for a replicated tensor (stage_comm); a replicated
+// key/value head's K and V columns over every rank holding them (key_value_replica_comm); else
+// the dp · cp ranks of the same tp_idx (replica_comm). The flat vectors hold the parameters grouped
 // so, in the model's order inside each group: each group is one contiguous segment, summed over
 // its communicator, and at stages 1 and 2 cut into Part 9.2's shards over it (rank r of p holds
 // elements [r · s, (r + 1) · s) of the segment, s = ceil(n / p)). A segment whose communicator
@@ -36,12 +37,15 @@ struct GptGrid;
 
 // The group of ranks that sums a gradient, by the parameter's Sharing: 0 an expert's replicas,
 // 1 the whole stage (a replicated tensor under sequence parallelism), 2 the dp · cp ranks of
-// its tensor-parallel slice; and the communicators of the three, in that order.
+// its tensor-parallel slice, 3 the ranks holding a replicated key/value head; and the
+// communicators of the four, in that order.
 inline int gradient_group(Sharing sharing, bool sequence_parallel) {
   if (sharing == Sharing::Expert) return 0;
+  if (sharing == Sharing::KeyValueReplicas) return 3;
   return sharing == Sharing::Replicated && sequence_parallel ? 1 : 2;
 }
-std::array<Communicator*, 3> gradient_groups(GptGrid& g);
+inline constexpr int kGradientGroups = 4;
+std::array<Communicator*, kGradientGroups> gradient_groups(GptGrid& g);
 
 // Part 9.3-9.5's functions, as the model states call them (dtk/zero.hpp has their contracts).
 template <class T>

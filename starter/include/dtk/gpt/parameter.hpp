@@ -29,6 +29,10 @@ enum class Sharing {
   TensorParallel,
   // One expert's whole tensor, held by one rank of the expert-parallel group.
   Expert,
+  // The K and V columns of a Llama's key/value head when the tensor-parallel group has more
+  // ranks than key/value heads (kv < tp): tp/kv ranks hold the same columns, and each one's
+  // gradient covers only the query heads it holds, so the trainer sums it over those replicas.
+  KeyValueReplicas,
 };
 
 template <class T>

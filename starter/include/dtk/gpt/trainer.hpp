@@ -111,6 +111,10 @@ struct GptGrid {
   // tensor-parallel slice), the replicas of this rank's experts (the same tp_idx and ep_idx), and
   // the whole stage (replicated parameters under sequence parallelism).
   Communicator replica_comm, expert_replica_comm, stage_comm;
+  // A Llama with fewer key/value heads than tp: every rank of the stage holding this rank's
+  // key/value heads (tp/kv tensor-parallel ranks, times dp · cp), which sum their K and V
+  // columns' gradients. GptRun makes it from the layout; else it is replica_comm's ranks.
+  Communicator key_value_replica_comm;
   // Across the stages: the pipeline (same tp_idx, cp_idx and dp_idx, ordered by pp_idx), and
   // every rank of the same tp_idx (the losses, which only the last stage computes, summed).
   Communicator pp_comm, loss_comm;
