@@ -14,8 +14,9 @@
 //   - the model cut into a pipeline's pieces (GptLayout::piece_begin, piece_end), each stage's
 //     stream handed to the next and its gradient back, gives the whole model's loss and
 //     gradients bit for bit;
-//   - the parameters and a block's forward FLOPs of GPT-2's and a Llama's shape are Part 4's
-//     counts of the same config.json (the reference's model_training_cost_analysis);
+//   - the parameters, a block's forward FLOPs and the numbers it keeps of GPT-2's and a Llama's
+//     shape are Part 4's counts of the same config.json (the reference's
+//     model_training_cost_analysis; the numbers kept with lse for the probabilities);
 //   - a float model keeping its activations as bf16 (bf16_store.hpp): 2 bytes a kept value, 4 a
 //     statistic, nothing left once the backward has read them; gradients within 2 % of float's
 //     (and not equal), the same bits on every run and with micro-batches in flight.
@@ -577,9 +578,29 @@ std::string hugging_face_config(const dtk::gpt::GptConfig& c, const std::string&
   return path;
 }
 
+// Numbers one block keeps per row of one sequence of T positions, as the model counts them
+// (its activation_bytes after a forward, in double).
+double kept_per_row(const dtk::gpt::GptConfig& c) {
+  dtk::gpt::Gpt<double> model(c, dtk::gpt::one_rank_layout(c), 7);
+  dtk::gpt::GptBatch batch;
+  batch.batch = 1;
+  batch.positions = range(0, c.seq_len);
+  batch.tokens = xt::arange<int>(0, c.seq_len) % c.vocab_size;
+  batch.targets = (xt::arange<int>(0, c.seq_len) + 1) % c.vocab_size;
+  batch.loss_tokens = c.seq_len;
+  model.forward(batch);
+  return double(model.first_block_activation_bytes()) / sizeof(double) / c.seq_len;
+}
+
 }  // namespace
 
-TEST_CASE("kit | the model's parameter and FLOP counts are Part 4's of its config.json", "[gpt]") {
+// Part 4's peak memory is one layer's fp16 weights and the fp16 activations it keeps over T
+// positions (handout, Part 4: GPT-2's 7h + a·s + 2i a position, a Llama's 6h + 2kv·d + a·s + 3i).
+// The model keeps the same numbers but these: not the a·s probabilities (the kernels compute them
+// again, as FlashAttention does) but lse (a numbers) and each norm's 1/σ (2), and GPT-2's second
+// LayerNorm's x̂ (h), which Part 4 leaves out.
+TEST_CASE("kit | the model's parameter, FLOP and memory counts are Part 4's of its config.json",
+          "[gpt]") {
   dtk::testing::on_every_rank(1, [](Checks& check) {
     dtk::gpt::GptConfig gpt2;  // the defaults: V 128, T 128, L 4, h 256, a 4
     dtk::gpt::GptConfig llama = gpt2;
@@ -600,6 +621,18 @@ TEST_CASE("kit | the model's parameter and FLOP counts are Part 4's of its confi
       check.that(std::abs(flops - part4_flops) <= 1e-12 * part4_flops,
                  std::string(name) + ": a block's forward FLOPs over T positions " +
                      std::to_string(flops) + ", Part 4's " + std::to_string(part4_flops));
+      dtk::gpt::GptConfig fewer_layers = c;
+      fewer_layers.layers -= 1;
+      const double block_parameters = double(dtk::gpt::parameter_count(c)) -
+                                      double(dtk::gpt::parameter_count(fewer_layers));
+      const double part4_per_row =
+          (part4.peak_memory_gb * 1e9 - 2 * block_parameters) / 2 / c.seq_len;
+      const double a = c.heads, s = c.seq_len;
+      const double expected = part4_per_row - a * s + a + 2 + (c.llama() ? 0 : c.hidden);
+      check.that(std::abs(kept_per_row(c) - expected) <= 1e-9 * expected,
+                 std::string(name) + ": a block keeps " + std::to_string(kept_per_row(c)) +
+                     " numbers a row, Part 4's count with lse for the probabilities " +
+                     std::to_string(expected));
     }
     std::remove(path.c_str());
   });
