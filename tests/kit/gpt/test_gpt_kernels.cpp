@@ -623,8 +623,8 @@ TEST_CASE("kit | the model's parameter, FLOP and memory counts are Part 4's of i
                      std::to_string(flops) + ", Part 4's " + std::to_string(part4_flops));
       dtk::gpt::GptConfig fewer_layers = c;
       fewer_layers.layers -= 1;
-      const double block_parameters = double(dtk::gpt::parameter_count(c)) -
-                                      double(dtk::gpt::parameter_count(fewer_layers));
+      const double block_parameters =
+          double(dtk::gpt::parameter_count(c)) - double(dtk::gpt::parameter_count(fewer_layers));
       const double part4_per_row =
           (part4.peak_memory_gb * 1e9 - 2 * block_parameters) / 2 / c.seq_len;
       const double a = c.heads, s = c.seq_len;
