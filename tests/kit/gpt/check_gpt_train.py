@@ -58,8 +58,8 @@
            key/value heads for 4 query heads, dp, tp (one key/value head each, Part 10.1's
            gqa_qkv_columns) with --sp and dp, and with cp --zigzag, cp (contiguous and zig-zag,
            with dp: the rotary turns of each rank's global positions; the ring's keys and values
-           half as wide), pp (2 stages, and 3 that do not divide the 4 pieces), selective and
-           full recomputation and ZeRO 3; replicated over tp/kv ranks (tp 4, with --sp, cp
+           half as wide), pp (2 stages, 3 that do not divide the 4 pieces, and interleaved),
+           selective and full recomputation, ZeRO 3 and Part 15's buckets; replicated over tp/kv ranks (tp 4, with --sp, cp
            --zigzag, dp and ZeRO 1), and multi-query's one (tp 2 and 4, --sp, dp, ZeRO 2 and 3,
            pp), whose K and V gradients the trainer sums over the replicas; with 4 (multi-head),
            tp with and without --sp, and
@@ -243,6 +243,8 @@ def llama():
         (4, ["--cp", "4"]), (2, ["--pp", "2", "--microbatches", "2"]),
         (3, ["--pp", "3", "--microbatches", "4"]), (1, ["--recompute", "selective"]),
         (2, ["--dp", "2", "--recompute", "full"]), (2, ["--dp", "2", "--zero", "3"]),
+        (2, ["--pp", "2", "--schedule", "interleaved", "--virtual", "2", "--microbatches", "2"]),
+        (2, ["--dp", "2", "--bucket_mb", "0.01"]),
     ], grouped, counted, tolerance=1e-10)
     # Fewer key/value heads than tp: each held by tp/kv ranks, its gradient summed over them.
     same_model("llama, KV heads replicated", [
