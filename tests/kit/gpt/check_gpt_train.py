@@ -59,14 +59,14 @@
            gqa_qkv_columns) with --sp and dp, and with cp --zigzag, cp (contiguous and zig-zag,
            with dp: the rotary turns of each rank's global positions; the ring's keys and values
            half as wide), pp (2 stages, 3 that do not divide the 4 pieces, and interleaved),
-           selective and full recomputation, ZeRO 3 and Part 15's buckets; replicated over tp/kv ranks (tp 4, with --sp, cp
-           --zigzag, dp and ZeRO 1), and multi-query's one (tp 2 and 4, --sp, dp, ZeRO 2 and 3,
-           pp), whose K and V gradients the trainer sums over the replicas; with 4 (multi-head),
-           tp with and without --sp, and
-           tp x cp --zigzag; a Llama mixture of experts with ep: each trains the one-rank model
-           (double, relative 1e-10), every group's bytes and a block's activations as counted
-           (a pipeline's per stage and micro-batches in flight). And in bf16 (one rank, tp x sp
-           x dp, cp --zigzag x dp, ZeRO 3 on dp 2), bf16's checks: the same bits twice, float's
+           selective and full recomputation, ZeRO 3 and Part 15's buckets; replicated over
+           tp/kv ranks (tp 4, with --sp, cp --zigzag, dp and ZeRO 1), and multi-query's one (tp
+           2 and 4, --sp, dp, ZeRO 2 and 3, pp), whose K and V gradients the trainer sums over
+           the replicas; with 4 (multi-head), tp with and without --sp, and tp x cp --zigzag; a
+           Llama mixture of experts with ep: each trains the one-rank model (double, relative
+           1e-10), every group's bytes and a block's activations as counted (a pipeline's per
+           stage and micro-batches in flight). And in bf16 (one rank, tp x sp x dp, tp 4 x sp,
+           cp --zigzag x dp, ZeRO 3 on dp 2), bf16's checks: the same bits twice, float's
            to 1 %, ZeRO 3's ZeRO 0's to 1e-5, model states, bytes and activations as counted.
   cli      every bad command line or input gets one line "gpt_train: ..." from rank 0 and exit
            status 2: unknown flags and values, layouts whose shapes do not split (naming both
