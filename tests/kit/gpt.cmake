@@ -23,9 +23,10 @@ endforeach()
 # pipeline of the model (pipeline: pp with every other axis, to 1e-10), with their bytes against
 # the analytic counts; Part 15's buckets (buckets: dp, cp and tp with --bucket_mb, to 1e-10, the
 # rings' Isends made during the backward); a bf16 run (bf16: the same bits twice, near float's,
-# its bytes as counted); a Llama (llama: grouped-query attention with dp, tp, sp, cp, pp,
-# recomputation and ZeRO 3, multi-head with tp, sp and cp, experts with ep, to 1e-10, bytes and
-# activations as counted; and in bf16); every bad command line or input is one line and
+# its bytes as counted); a Llama (llama: grouped-query attention with dp, tp, sp, cp, pp (and
+# interleaved), recomputation, ZeRO and buckets, key/value heads replicated over tp/kv ranks
+# (kv < tp, multi-query's one too), multi-head with tp, sp and cp, experts with ep, to 1e-10,
+# bytes and activations as counted; and in bf16); every bad command line or input is one line and
 # exit 2; the BLAS's kernels are the processor's fastest unless the environment names them, with
 # the same weights; a short run on the Bible learns.
 foreach(mode layouts tensor context experts pipeline buckets memory zero bf16 llama cli blas
