@@ -6,8 +6,11 @@ that file (--plan) three times, and the table shows the measured step time (medi
 range) and the fullest rank's peak bytes beside the simulation's: its model states and
 activations, which both count, and apart from them its transient buffers (gpt_train keeps every
 layer's outputs and gradients between steps; the simulator counts the logits and ZeRO-3's
-gathered layers only). Then, for each rank count, the plan the planner picks for this machine is
-run too and set against the fastest layout measured.
+gathered layers only). A mixture of experts under expert parallelism is simulated at the
+capacity factor its runs measured (the fullest ep rank's (token, choice) rows over the mean,
+block by block: a router at its start is far from even), given to plan_training as the model's
+"capacity_factor". Then, for each rank count, the plan the planner picks for this machine is run
+too and set against the fastest layout measured.
 
 usage: planner_validation.py BUILD_DIR GPT_TRAIN MACHINE_JSON MACHINE_BF16_JSON [--csv FILE]
                             [--svg FILE]
@@ -100,7 +103,8 @@ class Validation:
         self.machines = {False: json.load(open(machine)), True: json.load(open(machine_bf16))}
         self.mpirun = ["mpirun", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
         vocab = self.report(1, [], "vocabulary", steps=["--steps", "1", "--eval_every", "2"])["model"]["vocab_size"]
-        self.models = {experts: self.model_file(vocab, experts) for experts in (False, True)}
+        self.vocab = vocab
+        self.models = {experts: self.model_file(experts) for experts in (False, True)}
 
     def path(self, name):
         return os.path.join(self.scratch, name)
@@ -115,12 +119,13 @@ class Validation:
             raise RuntimeError(next((l for l in lines if l.startswith("gpt_train:")), lines[-1] if lines else "failed"))
         return json.load(open(report))
 
-    def model_file(self, vocab, experts):
-        config = {"model_type": "gpt2", "vocab_size": vocab, "n_embd": 256, "n_inner": 1024,
+    def model_file(self, experts, capacity_factor=1):
+        config = {"model_type": "gpt2", "vocab_size": self.vocab, "n_embd": 256, "n_inner": 1024,
                   "n_layer": 4, "n_head": 4, "n_positions": 128, "tie_word_embeddings": False}
         if experts:
-            config.update(num_local_experts=4, num_experts_per_tok=2)
-        path = self.path("model%s.json" % ("-moe" if experts else ""))
+            config.update(num_local_experts=4, num_experts_per_tok=2, capacity_factor=capacity_factor)
+        path = self.path("model%s%s.json" % ("-moe" if experts else "",
+                                              "" if capacity_factor == 1 else "-uneven"))
         json.dump(config, open(path, "w"))
         return path
 
@@ -138,13 +143,13 @@ class Validation:
         json.dump(cluster, open(path, "w"))
         return path
 
-    def plan_training_args(self, ranks, experts, bf16=False):
-        return [self.plan_training, "--model", self.models[experts], "--cluster",
+    def plan_training_args(self, ranks, experts, bf16=False, model=None):
+        return [self.plan_training, "--model", model or self.models[experts], "--cluster",
                 self.cluster_file(ranks, bf16), "--tokens", str(32 * 128), "--seq", "128"]
 
-    def simulated(self, ranks, words, experts, bf16):
-        out = subprocess.run(self.plan_training_args(ranks, experts, bf16) + ["--plans", "-"], input=words,
-                             capture_output=True, text=True, check=True).stdout
+    def simulated(self, ranks, words, experts, bf16, model=None):
+        out = subprocess.run(self.plan_training_args(ranks, experts, bf16, model) + ["--plans", "-"],
+                             input=words, capture_output=True, text=True, check=True).stdout
         row = next(csv.DictReader(io.StringIO(out)))
         kept = sum(float(row[k + "_gb"]) for k in MODELLED)
         return (float(row["step_seconds"]), kept * 1e9, float(row["transient_gb"]) * 1e9,
@@ -170,10 +175,11 @@ class Validation:
         subprocess.run(self.plan_training_args(ranks, experts, bf16) + plan_flags(words) + ["--json", plan],
                        capture_output=True, text=True, check=True)
         flags = ["--plan", plan] + extra + (EXPERT_FLAGS if experts else [])
-        steps, peaks = [], []
+        steps, peaks, reports = [], [], []
         try:
             for repeat in range(REPEATS):
                 report = self.report(ranks, flags, "run")
+                reports.append(report)
                 history = report["history"]
                 steps.append((history[-1]["seconds"] - history[0]["seconds"]) / (len(history) - 1))
                 kept = lambda rank: sum(rank["peak_bytes"][k] for k in MODELLED)
@@ -184,12 +190,35 @@ class Validation:
             return row
         row.update(measured_s=statistics.median(steps), fastest_s=min(steps), slowest_s=max(steps),
                    measured_bytes=max(p[0] for p in peaks), measured_transient=max(p[1] for p in peaks))
+        ep = int(dict(w.partition("=")[::2] for w in words.split()).get("ep", 1))
+        if experts and ep > 1:
+            row["capacity"] = statistics.median(capacity_factor(r, ep) for r in reports)
+            (row["simulated_s"], row["simulated_bytes"], row["simulated_transient"],
+             _) = self.simulated(ranks, words, experts, bf16, self.model_file(True, row["capacity"]))
         return row
+
+
+def capacity_factor(report, ep):
+    """A run's capacity factor: the rows of the fullest of the ep ranks (each holding E/ep
+    consecutive experts), summed over the blocks (each block's dispatch waits for its fullest
+    rank), over the mean rank's, in the timed steps (2 on). The rows are the whole batch's: with
+    dp = ep, one expert-parallel group's."""
+    experts = report["model"]["experts"]
+    held = experts // ep
+    fullest = mean = 0
+    for step in report["history"][1:]:
+        rows = step["expert_rows"]
+        for block in range(0, len(rows), experts):
+            loads = [sum(rows[block + r * held:block + (r + 1) * held]) for r in range(ep)]
+            fullest += max(loads)
+            mean += sum(loads) / ep
+    return fullest / mean
 
 
 def print_table(rows):
     print("MB: the fullest rank's model states and activations, measured and simulated; then its "
-          "transient buffers, measured and simulated")
+          "transient buffers, measured and simulated. cf: a mixture's capacity factor, measured, "
+          "which the simulation takes")
     print("%-40s %5s %19s %11s %9s %10s %10s %9s %10s %8s" % (
         "plan", "ranks", "measured s (range)", "simulated s", "sim/meas", "meas. MB", "sim. MB",
         "sim/meas", "trans. MB", "sim. MB"))
@@ -197,8 +226,9 @@ def print_table(rows):
         if "skipped" in r:
             print("%-40s %5d  skipped: %s" % (r["plan"], r["ranks"], r["skipped"]))
             continue
+        plan = r["plan"] + (" cf %.2f" % r["capacity"] if "capacity" in r else "")
         print("%-40s %5d %6.3f (%.3f-%.3f) %11.3f %8.2fx %10.1f %10.1f %8.2fx %10.1f %8.1f" % (
-            r["plan"], r["ranks"], r["measured_s"], r["fastest_s"], r["slowest_s"], r["simulated_s"],
+            plan, r["ranks"], r["measured_s"], r["fastest_s"], r["slowest_s"], r["simulated_s"],
             r["simulated_s"] / r["measured_s"], r["measured_bytes"] / 1e6, r["simulated_bytes"] / 1e6,
             r["simulated_bytes"] / r["measured_bytes"], r["measured_transient"] / 1e6,
             r["simulated_transient"] / 1e6))

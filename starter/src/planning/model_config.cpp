@@ -40,6 +40,15 @@ class ConfigKeys {
     return keys_[key].get<bool>();
   }
 
+  // A factor: a JSON number >= 1; absent or null gives 1.
+  double factor(const std::string& key) const {
+    if (!keys_.contains(key) || keys_[key].is_null()) return 1;
+    const json& value = keys_[key];
+    if (!value.is_number() || value.get<double>() < 1)
+      fail("\"" + key + "\" must be a number of at least 1, not " + value.dump());
+    return value.get<double>();
+  }
+
   std::string text(const std::string& key, const std::string& fallback) const {
     if (!keys_.contains(key) || keys_[key].is_null()) return fallback;
     if (!keys_[key].is_string()) fail("\"" + key + "\" must be a string");
@@ -81,6 +90,7 @@ ModelConfig load_model_config(const std::string& path) {
   }
   m.experts = keys.size("num_local_experts", 1);
   m.experts_per_token = keys.size("num_experts_per_tok", 1);
+  m.capacity_factor = keys.factor("capacity_factor");
   if (m.hidden % m.heads != 0)
     keys.fail("the hidden size is not a multiple of the number of attention heads");
   if (m.heads % m.kv_heads != 0)

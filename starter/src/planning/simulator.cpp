@@ -137,7 +137,8 @@ class Step {
         tokens_(b_ * s_local_),
         layers_(std::ceil(double(m.layers) / p.pp)),  // Part 8's balanced cut: the fullest
         vb_(c.value_bytes),
-        recompute_(p.recompute ? 1 : 0) {}
+        recompute_(p.recompute ? 1 : 0),
+        capacity_(p.ep > 1 ? m.capacity_factor : 1) {}
 
   // One micro-batch's time on a stage, forward and backward, communication included.
   StepTime micro_batch(bool last) const {
@@ -146,9 +147,11 @@ class Step {
     // Part 4: each of the micro-batch's tokens (b · s / cp on this rank) passes every matrix of
     // the stage's layers once, its queries attend all s keys; tp splits every product. The
     // backward pass costs twice the forward; recomputation runs the layers' forward again. A
-    // mixture of experts' expert MLPs run at the cluster's expert rate.
+    // mixture of experts' expert MLPs run at the cluster's expert rate, under expert parallelism
+    // on the rows of the fullest ep rank (the capacity factor times the mean: Part 12's
+    // dispatch waits for it).
     const double layer = tokens_ * (flops_.projections - flops_.experts + flops_.attention) / tp;
-    const double experts = tokens_ * flops_.experts / tp;
+    const double experts = capacity_ * tokens_ * flops_.experts / tp;
     const double head = last ? tokens_ * head_flops_per_token(m_) / tp : 0;
     t.compute =
         layers * (3 + recompute_) * (layer / c_.gemm_rate() + experts / c_.expert_gemm_rate()) +
@@ -168,9 +171,10 @@ class Step {
           layers * (p_.cp - 1) * ((1 + recompute_) * send(kv, ring) + send(2 * kv, ring));
     }
     // Part 12: each MoE layer dispatches every token's k rows to the ranks holding their experts
-    // and combines them back, forward and backward (the tp ranks share the tokens out).
+    // and combines them back, forward and backward (the tp ranks share the tokens out); the
+    // fullest ep rank receives the capacity factor times the mean.
     if (p_.ep > 1) {
-      const double rows = vb_ * m_.experts_per_token * tokens_ * m_.hidden / tp;
+      const double rows = capacity_ * vb_ * m_.experts_per_token * tokens_ * m_.hidden / tp;
       t.expert_parallel =
           layers * (4 + 2 * recompute_) * all_gather(rows, p_.ep, at_.link(p_.tp * p_.cp * p_.ep));
     }
@@ -263,6 +267,7 @@ class Step {
   ParameterCounts params_;
   LayerFlops flops_;
   double s_, s_local_, b_, tokens_, layers_, vb_, recompute_;
+  double capacity_;  // the fullest ep rank's expert rows over the mean (1 without ep)
 };
 
 }  // namespace
@@ -274,11 +279,13 @@ double layer_activation_bytes(const ModelConfig& model, const TrainingPlan& plan
   // replicated (LayerNorm's inputs, the inputs of the QKV and MLP products, dropout masks);
   // sequence parallelism splits those 10 too. The scores' 5 · a · s per token are split by
   // heads. The MLP's 16 split bytes per token and h (its 4h-wide output and activation) are
-  // kept for each of a token's k experts. Part 11: a cp rank keeps its s / cp tokens, whose
+  // kept for each of a token's k experts (under expert parallelism, for the fullest ep rank's
+  // rows: the capacity factor times the mean). Part 11: a cp rank keeps its s / cp tokens, whose
   // queries see all s keys. Values of 4 bytes double it all.
   const double tp = plan.tp, k = model.experts_per_token;
+  const double capacity = plan.ep > 1 ? model.capacity_factor : 1;
   const double tokens = sequences * seq_len / plan.cp;
-  const double split = 24 + 16 * (k - 1), replicated = 10;
+  const double split = 8 + 16 * k * capacity, replicated = 10;
   const double per_value =
       plan.sequence_parallel ? (split + replicated) / tp : replicated + split / tp;
   double bytes = tokens * model.hidden * per_value;

@@ -74,6 +74,9 @@ echo '{"gpus": 12, "gpus_per_node": 8, "peak_tflops": 989, "memory_gb": 80, "int
 expect 2 'unknown key "latency"' --model "$configs/llama3_8b.json" --cluster "$scratch/c.json" \
   --tokens 8192 --seq 8192
 expect 2 'a positive multiple of seq_len' "${case_args[@]/4194304/4194305}"
+sed 's/}$/, "capacity_factor": 0.5}/' "$configs/mixtral_8x7b.json" > "$scratch/m.json"
+expect 2 'model config ".*m.json": "capacity_factor" must be a number of at least 1, not 0.5' \
+  --model "$scratch/m.json" --cluster "$configs/h100_80gb_x64.json" --tokens 8192 --seq 8192
 printf 'tp=2 bogus\n' > "$scratch/plans"
 expect 2 'plan "tp=2 bogus": unknown word "bogus"' "${case_args[@]}" --plans "$scratch/plans"
 

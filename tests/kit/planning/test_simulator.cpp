@@ -229,6 +229,53 @@ TEST_CASE("Part 13 | simulator: a mixture of experts' expert MLPs run at the exp
   });
 }
 
+TEST_CASE("Part 13 | simulator: the fullest expert-parallel rank sets a mixture's pace",
+          "[planning]") {
+  dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
+    // Mixtral, ep 8 on 32 A100s, its router at capacity factor 1.5: the experts' compute and
+    // activations (16 bytes a row and h, of k rows a token) are 1.5 times the even router's, and
+    // the dispatch and combine's bytes too (their latency stays: the time is linear in the
+    // factor, below 1.5 times); without ep the one rank holds every row: no change.
+    const dtk::ClusterConfig a100 = dtk::load_cluster_config(kPublic + "a100_80gb_x32.json");
+    dtk::ModelConfig uneven = mixtral(), twice = mixtral();
+    uneven.capacity_factor = 1.5;
+    twice.capacity_factor = 2;
+    dtk::TrainingPlan plan = plan_of(1, 1, 1, 32, 16);
+    plan.ep = 8;
+    plan.recompute = true;  // (else a fuller rank's activations need more than 80 GB)
+    const double tokens = 2097152, seq = 4096;
+    const dtk::SimulatedStep even = simulate(plan, mixtral(), a100, tokens, seq);
+    const dtk::SimulatedStep fullest = simulate(plan, uneven, a100, tokens, seq);
+    const dtk::SimulatedStep fuller = simulate(plan, twice, a100, tokens, seq);
+    check.that(even.valid && fullest.valid && fuller.valid,
+               "Mixtral, ep 8 on 32 A100s: expected valid plans");
+    const double expert_seconds = 4 * mixtral().layers * tokens / 32 *  // recomputed: 3 + 1
+                                  dtk::layer_flops_per_token(mixtral(), seq).experts /
+                                  a100.gemm_rate();
+    check_near(check, "the compute term at capacity 1.5", even.time.compute + 0.5 * expert_seconds,
+               fullest.time.compute);
+    check_near(check, "dispatch and combine, from capacity 1.5 to 2 as from 1 to 1.5",
+               fullest.time.expert_parallel - even.time.expert_parallel,
+               fuller.time.expert_parallel - fullest.time.expert_parallel);
+    const double ratio = fullest.time.expert_parallel / even.time.expert_parallel;
+    check.that(ratio > 1.4 && ratio < 1.5,
+               "dispatch and combine at capacity 1.5: " + number(ratio) +
+                   " times the even router's, expected between 1.4 and 1.5");
+    const double sequences = tokens / seq / 32 / 16;  // a micro-batch's
+    const double expert_bytes = 16 * mixtral().experts_per_token * sequences * seq *
+                                mixtral().hidden;  // 2-byte values: 16 bytes a row and h
+    check_near(check, "one layer's activations at capacity 1.5",
+               dtk::layer_activation_bytes(mixtral(), plan, sequences, seq, 2, false) +
+                   0.5 * expert_bytes,
+               dtk::layer_activation_bytes(uneven, plan, sequences, seq, 2, false));
+    dtk::TrainingPlan no_ep = plan;
+    no_ep.ep = 1;
+    check_near(check, "without ep, the step at capacity 1.5",
+               simulate(no_ep, mixtral(), a100, tokens, seq).step_seconds,
+               simulate(no_ep, uneven, a100, tokens, seq).step_seconds);
+  });
+}
+
 TEST_CASE("Part 13 | simulator: Part 8's bubble and what a planner trades", "[planning]") {
   dtk::testing::on_every_rank(kRanks, [](dtk::testing::Checks& check) {
     // p stages and m micro-batches: the busiest stage idles about (p - 1) / (m + p - 1), a little

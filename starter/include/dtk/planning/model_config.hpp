@@ -6,7 +6,8 @@
 // learned positions) and everything else, Llama's keys (RMSNorm, no biases, the gated MLP of
 // three matrices, rotary positions). A mixture of experts adds Mixtral's keys:
 // "num_local_experts" (E experts replace each block's MLP) and "num_experts_per_tok" (k of them
-// per token), with a router of h · E weights per layer (Part 12).
+// per token), with a router of h · E weights per layer (Part 12), and optionally the router's
+// "capacity_factor" (below).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,10 @@ struct ModelConfig {
   bool tied = false;                   // the output head reuses the token embedding
   std::int64_t experts = 1;            // E (1: a dense model)
   std::int64_t experts_per_token = 1;  // k
+  // Under expert parallelism, the (token, choice) rows of the fullest ep rank over the mean
+  // (Switch Transformer's capacity factor): 1, the default, for a router its load-balancing loss
+  // keeps even; GShard's 1.25 for a capacity; a router at its start, or a measured run's, more.
+  double capacity_factor = 1;
 
   bool mixture_of_experts() const { return experts > 1; }
   std::int64_t kv_dim() const { return kv_heads * (hidden / heads); }  // width of K and of V
@@ -34,7 +39,7 @@ struct ModelConfig {
 
 // Reads a config.json. Throws std::runtime_error with one line naming the file and the problem
 // (missing or unreadable file, not JSON, a missing or malformed key, h not a multiple of a,
-// k > E).
+// k > E, a capacity_factor below 1).
 ModelConfig load_model_config(const std::string& path);
 
 // Part 4's count of parameters, by where they live.
