@@ -264,10 +264,10 @@ TEST_CASE("Part 13 | simulator: the fullest expert-parallel rank sets a mixture'
     const double sequences = tokens / seq / 32 / 16;  // a micro-batch's
     const double expert_bytes = 16 * mixtral().experts_per_token * sequences * seq *
                                 mixtral().hidden;  // 2-byte values: 16 bytes a row and h
-    check_near(check, "one layer's activations at capacity 1.5",
-               dtk::layer_activation_bytes(mixtral(), plan, sequences, seq, 2, false) +
-                   0.5 * expert_bytes,
-               dtk::layer_activation_bytes(uneven, plan, sequences, seq, 2, false));
+    check_near(
+        check, "one layer's activations at capacity 1.5",
+        dtk::layer_activation_bytes(mixtral(), plan, sequences, seq, 2, false) + 0.5 * expert_bytes,
+        dtk::layer_activation_bytes(uneven, plan, sequences, seq, 2, false));
     dtk::TrainingPlan no_ep = plan;
     no_ep.ep = 1;
     check_near(check, "without ep, the step at capacity 1.5",
