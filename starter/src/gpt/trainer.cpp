@@ -42,10 +42,11 @@ double weights_square_sum(const std::vector<Parameter<T>*>& parameters, const Gp
   double sum = 0;
   for (const Parameter<T>* p : parameters) {
     const bool counted =
-        g.cp_idx == 0 && (p->sharing == Sharing::TensorParallel     ? g.dp_idx == 0
-                          : p->sharing == Sharing::KeyValueReplicas ? g.dp_idx == 0
-                          : p->sharing == Sharing::Replicated       ? g.dp_idx == 0 && g.tp_idx == 0
-                                                              : g.dp_idx < g.ep && g.tp_idx == 0);
+        g.cp_idx == 0 &&
+        (p->sharing == Sharing::TensorParallel || p->sharing == Sharing::KeyValueReplicas
+             ? g.dp_idx == 0
+         : p->sharing == Sharing::Replicated ? g.dp_idx == 0 && g.tp_idx == 0
+                                             : g.dp_idx < g.ep && g.tp_idx == 0);
     if (!counted) continue;
     double square = 0;
     for (const T v : p->value) square += double(v) * double(v);
@@ -508,8 +509,7 @@ class GptRun {
         validation_(validation_windows(corpus, config_.seq_len, o.validation_windows)),
         eval_every_(o.eval_every > 0 ? o.eval_every : std::max(1L, o.steps / 10)),
         global_tokens_(double(o.batch_size) * config_.seq_len) {
-    g_.key_value_replica_comm =
-        key_value_replicas(g_, config_, make_layout(config_, g_, parallelism, cuts_, 0));
+    g_.key_value_replica_comm = key_value_replicas(g_, config_, chunks_.front()->layout());
     const auto update =
         o.optimizer == Optimizer::Adam ? ModelStates<T>::Update::Adam : ModelStates<T>::Update::Sgd;
     std::vector<std::vector<Parameter<T>*>> pieces;

@@ -629,8 +629,9 @@ TEST_CASE("kit | the model's parameter, FLOP and memory counts are Part 4's of i
           (part4.peak_memory_gb * 1e9 - 2 * block_parameters) / 2 / c.seq_len;
       const double a = c.heads, s = c.seq_len;
       const double expected = part4_per_row - a * s + a + 2 + (c.llama() ? 0 : c.hidden);
-      check.that(std::abs(kept_per_row(c) - expected) <= 1e-9 * expected,
-                 std::string(name) + ": a block keeps " + std::to_string(kept_per_row(c)) +
+      const double kept = kept_per_row(c);
+      check.that(std::abs(kept - expected) <= 1e-9 * expected,
+                 std::string(name) + ": a block keeps " + std::to_string(kept) +
                      " numbers a row, Part 4's count with lse for the probabilities " +
                      std::to_string(expected));
     }
